@@ -1,0 +1,85 @@
+//! Text form of a 64-bit fingerprint: exactly 16 hex digits, most significant first,
+//! printed lowercase; input also takes uppercase, a `0x`/`0X` prefix and surrounding ASCII
+//! white space (as PostgreSQL's own numeric inputs do).
+
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HexError {
+    /// Not 16 digits after the optional prefix; carries the digit count found.
+    WrongLength(usize),
+    /// A character that is not a hex digit; carries its byte offset in the trimmed input.
+    BadDigit(usize),
+}
+
+impl fmt::Display for HexError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HexError::WrongLength(n) => write!(f, "expected 16 hex digits, found {n}"),
+            HexError::BadDigit(at) => write!(f, "invalid hex digit at position {}", at + 1),
+        }
+    }
+}
+
+pub fn parse_hex64(input: &[u8]) -> Result<u64, HexError> {
+    let trimmed = input.trim_ascii();
+    let digits = match trimmed {
+        [b'0', b'x' | b'X', rest @ ..] => rest,
+        _ => trimmed,
+    };
+    let offset = trimmed.len() - digits.len();
+    if let Some(at) = digits.iter().position(|b| !b.is_ascii_hexdigit()) {
+        return Err(HexError::BadDigit(offset + at));
+    }
+    if digits.len() != 16 {
+        return Err(HexError::WrongLength(digits.len()));
+    }
+    Ok(digits.iter().fold(0u64, |acc, &b| {
+        let v = (b as char).to_digit(16).expect("checked hex digit") as u64;
+        (acc << 4) | v
+    }))
+}
+
+pub fn format_hex64(value: u64) -> String {
+    format!("{value:016x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_forms() {
+        assert_eq!(parse_hex64(b"00000000000000ff"), Ok(255));
+        assert_eq!(parse_hex64(b"0xFFFFFFFFFFFFFFFF"), Ok(u64::MAX));
+        assert_eq!(
+            parse_hex64(b"  0X0123456789abcdef \n"),
+            Ok(0x0123456789abcdef)
+        );
+        assert_eq!(format_hex64(0xab), "00000000000000ab");
+        for v in [0, 1, u64::MAX, 0x8000_0000_0000_0000] {
+            assert_eq!(parse_hex64(format_hex64(v).as_bytes()), Ok(v));
+        }
+    }
+
+    #[test]
+    fn rejects_bad_input() {
+        assert_eq!(parse_hex64(b""), Err(HexError::WrongLength(0)));
+        assert_eq!(parse_hex64(b"0x"), Err(HexError::WrongLength(0)));
+        assert_eq!(parse_hex64(b"ff"), Err(HexError::WrongLength(2)));
+        assert_eq!(
+            parse_hex64(b"00000000000000000"),
+            Err(HexError::WrongLength(17))
+        );
+        assert_eq!(
+            parse_hex64(b"000000000000000g"),
+            Err(HexError::BadDigit(15))
+        );
+        assert_eq!(parse_hex64(b"+000000000000000"), Err(HexError::BadDigit(0)));
+        assert_eq!(parse_hex64(b"0000 00000000000"), Err(HexError::BadDigit(4)));
+        assert_eq!(
+            parse_hex64("é000000000000000".as_bytes()),
+            Err(HexError::BadDigit(0))
+        );
+    }
+}

@@ -1,0 +1,529 @@
+//! Canonicalization and tokenization in one pass over the bytes.
+//!
+//! The canonical form of a text (Henzinger §2, Jain §3.1) is its tokens joined by single
+//! spaces: HTML markup dropped (tags, comments, `<script>`/`<style>` bodies), character
+//! references decoded, full Unicode case folding (`Straße` and `STRASSE` both give
+//! `strasse`), and everything that is not a letter, digit or mark turned into a token
+//! boundary (so URLs break at `/` and `.`, and dashes and quotes act as spaces).
+//! See [`crate::chars`] for what a token is made of.
+//!
+//! The scan never looks back, keeps no per-token allocation (one reused buffer; runs of
+//! lowercase ASCII are handed out straight from the input), and takes invalid UTF-8 as a
+//! separator, so any byte string is accepted in time and memory linear in its length.
+
+use crate::chars::{classify, CharClass, ASCII_CLASS, ASCII_LOWER_OR_DIGIT, ASCII_UPPER};
+use crate::entities;
+use caseless::Caseless;
+use memchr::{memchr, memmem};
+
+/// Calls `emit` with each token of `text`, in order, as UTF-8 bytes.
+pub fn for_each_token(text: &[u8], fold_case: bool, mut emit: impl FnMut(&[u8])) {
+    let mut token = TokenBuffer::default();
+    let mut markup = Markup::default();
+    let mut i = 0;
+    while i < text.len() {
+        let b = text[i];
+        if b >= 0x80 {
+            let (c, len) = decode_utf8(&text[i..]);
+            token.push_char(c, fold_case, &mut emit);
+            i += len;
+            continue;
+        }
+        match ASCII_CLASS[b as usize] {
+            ASCII_LOWER_OR_DIGIT | ASCII_UPPER => {
+                let start = i;
+                let mut has_upper = false;
+                while let Some(&c) = text.get(i).filter(|&&c| c < 0x80) {
+                    match ASCII_CLASS[c as usize] {
+                        ASCII_LOWER_OR_DIGIT => {}
+                        ASCII_UPPER => has_upper = true,
+                        _ => break,
+                    }
+                    i += 1;
+                }
+                token.push_ascii_run(
+                    &text[start..i],
+                    has_upper && fold_case,
+                    ends_token(text, i),
+                    &mut emit,
+                );
+            }
+            _ if b == b'<' => match markup.len_at(text, i) {
+                Some(len) => {
+                    token.flush(&mut emit);
+                    i += len;
+                }
+                None => {
+                    token.flush(&mut emit);
+                    i += 1;
+                }
+            },
+            _ if b == b'&' => match entities::decode(&text[i..]) {
+                Some((c, len)) => {
+                    token.push_char(c, fold_case, &mut emit);
+                    i += len;
+                }
+                None => {
+                    token.flush(&mut emit);
+                    i += 1;
+                }
+            },
+            _ => {
+                token.flush(&mut emit);
+                i += 1;
+            }
+        }
+    }
+    token.flush(&mut emit);
+}
+
+/// The tokens of `text` as strings.
+pub fn tokens(text: &[u8], fold_case: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    for_each_token(text, fold_case, |t| {
+        out.push(String::from_utf8_lossy(t).into_owned())
+    });
+    out
+}
+
+/// The canonical form: tokens joined by single spaces (empty when there are none).
+pub fn canonical(text: &[u8], fold_case: bool) -> String {
+    let mut out = String::new();
+    for_each_token(text, fold_case, |t| {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(std::str::from_utf8(t).expect("tokens are UTF-8"));
+    });
+    out
+}
+
+/// True when the token that ends at `i` cannot be continued by what follows: the end of the
+/// text or an ASCII separator other than `&` (a character reference may continue a word).
+fn ends_token(text: &[u8], i: usize) -> bool {
+    match text.get(i) {
+        None => true,
+        Some(&b) => b < 0x80 && b != b'&' && ASCII_CLASS[b as usize] == 0,
+    }
+}
+
+/// The token being built, for the cases that cannot be handed out as a slice of the input.
+#[derive(Default)]
+struct TokenBuffer {
+    bytes: Vec<u8>,
+    /// The token is one character of a script without word spaces: only marks extend it.
+    segmenting: bool,
+}
+
+impl TokenBuffer {
+    fn flush(&mut self, emit: &mut impl FnMut(&[u8])) {
+        if !self.bytes.is_empty() {
+            emit(&self.bytes);
+            self.bytes.clear();
+        }
+        self.segmenting = false;
+    }
+
+    fn push_ascii_run(
+        &mut self,
+        run: &[u8],
+        lowercase: bool,
+        complete: bool,
+        emit: &mut impl FnMut(&[u8]),
+    ) {
+        if self.segmenting {
+            self.flush(emit);
+        }
+        if self.bytes.is_empty() && complete && !lowercase {
+            emit(run);
+            return;
+        }
+        if lowercase {
+            self.bytes.extend(run.iter().map(u8::to_ascii_lowercase));
+        } else {
+            self.bytes.extend_from_slice(run);
+        }
+        if complete {
+            self.flush(emit);
+        }
+    }
+
+    fn push_char(&mut self, c: char, fold_case: bool, emit: &mut impl FnMut(&[u8])) {
+        match classify(c) {
+            CharClass::Separator => return self.flush(emit),
+            CharClass::Mark if self.bytes.is_empty() => return,
+            CharClass::Mark => {}
+            CharClass::Word if self.segmenting => self.flush(emit),
+            CharClass::Word => {}
+            CharClass::Segmenting => {
+                self.flush(emit);
+                self.segmenting = true;
+            }
+        }
+        if fold_case && !c.is_ascii() {
+            for folded in std::iter::once(c).default_case_fold() {
+                self.push_utf8(folded);
+            }
+        } else if fold_case {
+            self.push_utf8(c.to_ascii_lowercase());
+        } else {
+            self.push_utf8(c);
+        }
+    }
+
+    fn push_utf8(&mut self, c: char) {
+        let mut buf = [0u8; 4];
+        self.bytes
+            .extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+    }
+}
+
+/// Decodes one character; an invalid or truncated sequence gives U+FFFD (a separator) and
+/// the length of the bytes to skip.
+fn decode_utf8(s: &[u8]) -> (char, usize) {
+    let window = &s[..s.len().min(4)];
+    let valid = match std::str::from_utf8(window) {
+        Ok(all) => all,
+        Err(e) => std::str::from_utf8(&window[..e.valid_up_to()]).expect("valid prefix"),
+    };
+    match valid.chars().next() {
+        Some(c) => (c, c.len_utf8()),
+        None => {
+            let bad = std::str::from_utf8(window).unwrap_err().error_len();
+            ('\u{FFFD}', bad.unwrap_or(window.len()))
+        }
+    }
+}
+
+/// Recognises HTML markup at a `<`. Failed searches are remembered: if no `>` follows
+/// position p, none follows any later position, so text full of unmatched `<` stays linear.
+#[derive(Default)]
+struct Markup {
+    no_gt_from: Option<usize>,
+    no_close_from: Option<usize>,
+}
+
+impl Markup {
+    /// Length of the markup starting at `text[at] == b'<'`, or `None` if it is plain text.
+    fn len_at(&mut self, text: &[u8], at: usize) -> Option<usize> {
+        let s = &text[at..];
+        match *s.get(1)? {
+            b'!' if s.starts_with(b"<!--") => {
+                // An unterminated comment runs to the end, as in browsers.
+                Some(memmem::find(&s[4..], b"-->").map_or(s.len(), |p| p + 7))
+            }
+            b'!' | b'?' => self.gt_after(text, at + 2).map(|end| end - at),
+            b'/' => {
+                let name = tag_name(&s[2..])?;
+                self.gt_after(text, at + 2 + name.len()).map(|end| end - at)
+            }
+            b if b.is_ascii_alphabetic() => {
+                let name = tag_name(&s[1..])?;
+                let end = self.gt_after(text, at + 1 + name.len())?;
+                let raw_text =
+                    name.eq_ignore_ascii_case(b"script") || name.eq_ignore_ascii_case(b"style");
+                Some(
+                    if raw_text {
+                        self.raw_text_end(text, end, name)
+                    } else {
+                        end
+                    } - at,
+                )
+            }
+            _ => None,
+        }
+    }
+
+    /// Index just past the first `>` at or after `from`.
+    fn gt_after(&mut self, text: &[u8], from: usize) -> Option<usize> {
+        if self.no_gt_from.is_some_and(|p| from >= p) {
+            return None;
+        }
+        match memchr(b'>', &text[from..]) {
+            Some(p) => Some(from + p + 1),
+            None => {
+                self.no_gt_from = Some(from);
+                None
+            }
+        }
+    }
+
+    /// End of a `<script>` or `<style>` body starting at `from`: just past its closing tag,
+    /// or the end of the text when it is never closed.
+    fn raw_text_end(&mut self, text: &[u8], from: usize, name: &[u8]) -> usize {
+        if self.no_close_from.is_some_and(|p| from >= p) {
+            return text.len();
+        }
+        for p in memmem::find_iter(&text[from..], b"</") {
+            let close = from + p;
+            let rest = &text[close + 2..];
+            if rest.len() >= name.len() && rest[..name.len()].eq_ignore_ascii_case(name) {
+                return self.gt_after(text, close + 2).unwrap_or(text.len());
+            }
+        }
+        self.no_close_from = Some(from);
+        text.len()
+    }
+}
+
+/// The tag name at the start of `s`, if it is an HTML element's and is followed by what
+/// may follow a name in a tag (space, `/` or `>`). Requiring a known element keeps plain
+/// text such as `<joe@example.org>`, `x<y and y>z` or `<filename>` as text.
+fn tag_name(s: &[u8]) -> Option<&[u8]> {
+    let len = s
+        .iter()
+        .position(|b| !b.is_ascii_alphanumeric())
+        .unwrap_or(s.len());
+    let next = *s.get(len)?;
+    let name = &s[..len];
+    let known = HTML_ELEMENTS
+        .iter()
+        .any(|e| e.as_bytes().eq_ignore_ascii_case(name));
+    (known && (next.is_ascii_whitespace() || next == b'/' || next == b'>')).then_some(name)
+}
+
+/// Element names of HTML 4 and HTML5 (plus a few legacy ones still found on the web).
+const HTML_ELEMENTS: [&str; 126] = [
+    "a",
+    "abbr",
+    "acronym",
+    "address",
+    "applet",
+    "area",
+    "article",
+    "aside",
+    "audio",
+    "b",
+    "base",
+    "basefont",
+    "bdi",
+    "bdo",
+    "big",
+    "blink",
+    "blockquote",
+    "body",
+    "br",
+    "button",
+    "canvas",
+    "caption",
+    "center",
+    "cite",
+    "code",
+    "col",
+    "colgroup",
+    "data",
+    "datalist",
+    "dd",
+    "del",
+    "details",
+    "dfn",
+    "dialog",
+    "dir",
+    "div",
+    "dl",
+    "dt",
+    "em",
+    "embed",
+    "fieldset",
+    "figcaption",
+    "figure",
+    "font",
+    "footer",
+    "form",
+    "frame",
+    "frameset",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "head",
+    "header",
+    "hgroup",
+    "hr",
+    "html",
+    "i",
+    "iframe",
+    "img",
+    "input",
+    "ins",
+    "kbd",
+    "label",
+    "legend",
+    "li",
+    "link",
+    "main",
+    "map",
+    "mark",
+    "marquee",
+    "menu",
+    "meta",
+    "meter",
+    "nav",
+    "nobr",
+    "noframes",
+    "noscript",
+    "object",
+    "ol",
+    "optgroup",
+    "option",
+    "output",
+    "p",
+    "param",
+    "picture",
+    "pre",
+    "progress",
+    "q",
+    "rp",
+    "rt",
+    "ruby",
+    "s",
+    "samp",
+    "script",
+    "section",
+    "select",
+    "small",
+    "source",
+    "span",
+    "strike",
+    "strong",
+    "style",
+    "sub",
+    "summary",
+    "sup",
+    "svg",
+    "table",
+    "tbody",
+    "td",
+    "template",
+    "textarea",
+    "tfoot",
+    "th",
+    "thead",
+    "time",
+    "title",
+    "tr",
+    "track",
+    "tt",
+    "u",
+    "ul",
+    "var",
+    "video",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn canon(s: &str) -> String {
+        canonical(s.as_bytes(), true)
+    }
+
+    #[test]
+    fn words_and_separators() {
+        assert_eq!(
+            canon("Hello, World!  It's  a test-case."),
+            "hello world it s a test case"
+        );
+        assert_eq!(canon(""), "");
+        assert_eq!(canon("  ...!!! -- "), "");
+        assert_eq!(canon("“Quoted” — dashed–text"), "quoted dashed text");
+        assert_eq!(canon("tab\tnew\nline\r\n"), "tab new line");
+    }
+
+    #[test]
+    fn urls_break_into_terms() {
+        assert_eq!(
+            canon("see https://www.Debian.org/doc/FAQ.html now"),
+            "see https www debian org doc faq html now"
+        );
+    }
+
+    #[test]
+    fn unicode_case_folding() {
+        assert_eq!(canon("Straße"), canon("STRASSE"));
+        assert_eq!(canon("Straße"), "strasse");
+        assert_eq!(canon("ΣΊΣΥΦΟΣ"), canon("σίσυφος"));
+        assert_eq!(canon("Привет, МИР"), "привет мир");
+        assert_eq!(canon("Ünïcödé café"), "ünïcödé café");
+        assert_eq!(canonical("Straße ABC".as_bytes(), false), "Straße ABC");
+    }
+
+    #[test]
+    fn marks_stay_in_words() {
+        assert_eq!(canon("cafe\u{0301} noir"), "cafe\u{0301} noir");
+        assert_eq!(canon("हिन्दी भाषा"), "हिन्दी भाषा");
+        assert_eq!(canon("\u{0301}abc"), "abc");
+    }
+
+    #[test]
+    fn unspaced_scripts_give_one_token_per_character() {
+        assert_eq!(
+            tokens("日本語のテキスト".as_bytes(), true),
+            ["日", "本", "語", "の", "テ", "キ", "ス", "ト"]
+        );
+        assert_eq!(canon("中文abc中"), "中 文 abc 中");
+        assert_eq!(canon("한국어 텍스트"), "한국어 텍스트");
+    }
+
+    #[test]
+    fn html_is_dropped() {
+        assert_eq!(canon("<p>Hello <b>bold</b> world</p>"), "hello bold world");
+        assert_eq!(canon("a<!-- hidden -->b"), "a b");
+        assert_eq!(
+            canon("x<script type=\"text/js\">var y = '<p>';</script>z"),
+            "x z"
+        );
+        assert_eq!(canon("x<STYLE>p { color: red }</style >z"), "x z");
+        assert_eq!(canon("<!DOCTYPE html><html><body>ok</body></html>"), "ok");
+        assert_eq!(canon("<a href=\"http://x.org/y\">link</a>"), "link");
+        assert_eq!(canon("<?xml version=\"1.0\"?>doc"), "doc");
+        assert_eq!(canon("text <!-- never closed"), "text");
+        assert_eq!(canon("<script>never closed"), "");
+    }
+
+    #[test]
+    fn plain_text_angle_brackets_survive() {
+        assert_eq!(
+            canon("Joe <joe@example.org> wrote"),
+            "joe joe example org wrote"
+        );
+        assert_eq!(canon("if x<y and y>z"), "if x y and y z");
+        assert_eq!(canon("use <filename> here"), "use filename here");
+        assert_eq!(canon("a < b > c"), "a b c");
+        assert_eq!(canon("x <3 y"), "x 3 y");
+        assert_eq!(canon("<b unterminated"), "b unterminated");
+    }
+
+    #[test]
+    fn entities_are_decoded() {
+        assert_eq!(canon("caf&eacute; &amp; cr&egrave;me"), "café crème");
+        assert_eq!(canon("AT&T &bogus; x&#65;y"), "at t bogus xay");
+        assert_eq!(canon("Stra&szlig;e"), "strasse");
+        assert_eq!(canon("a&nbsp;b&mdash;c"), "a b c");
+        assert_eq!(canon("&lt;p&gt;not a tag&lt;/p&gt;"), "p not a tag p");
+    }
+
+    #[test]
+    fn invalid_utf8_separates() {
+        assert_eq!(canonical(b"ab\xffcd", true), "ab cd");
+        assert_eq!(canonical(b"ab\xe2\x82", true), "ab");
+        assert_eq!(canonical(b"\xc3\xa9t\xc3", true), "\u{e9}t");
+        assert_eq!(canonical(b"\xed\xa0\x80x", true), "x"); // encoded surrogate
+        assert_eq!(canonical(b"\xc0\xafx", true), "x"); // overlong
+    }
+
+    #[test]
+    fn canonical_is_a_fixed_point() {
+        for s in [
+            "<p>Hello&amp;World</p>",
+            "Straße — ÉTÉ",
+            "日本語 text",
+            "a\u{0301}b",
+        ] {
+            let once = canon(s);
+            assert_eq!(canon(&once), once);
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! ERRORs with the SQLSTATE a PostgreSQL user expects for each kind of bad input.
+
+use pgrx::pg_sys::panic::ErrorReport;
+use pgrx::{PgLogLevel, PgSqlErrorCode};
+
+fn raise(code: PgSqlErrorCode, message: String) -> ! {
+    ErrorReport::new(code, message, "neardup").report(PgLogLevel::ERROR);
+    unreachable!("ERROR does not return")
+}
+
+/// 22P02: text that is not a valid value of the type.
+pub fn invalid_text(type_name: &str, input: &str, detail: impl std::fmt::Display) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INVALID_TEXT_REPRESENTATION,
+        format!("invalid input syntax for type {type_name}: \"{input}\" ({detail})"),
+    )
+}
+
+/// 22023: an argument outside what the function accepts.
+pub fn invalid_parameter(message: impl Into<String>) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        message.into(),
+    )
+}
+
+/// 22004: a NULL where the function needs a value.
+pub fn null_not_allowed(message: impl Into<String>) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+        message.into(),
+    )
+}

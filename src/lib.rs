@@ -1,0 +1,32 @@
+//! neardup: near-duplicate detection inside PostgreSQL.
+//!
+//! This crate is only the binding layer: SQL types, functions and operators that call the
+//! pure-Rust algorithms of `neardup-core`. Hand-written SQL (type definitions, casts,
+//! operator classes) lives in `sql/` and is included below in dependency order.
+
+#[cfg(any(test, feature = "pg_test"))]
+use pgrx::prelude::*;
+
+mod errors;
+mod simhash64;
+mod text_functions;
+
+::pgrx::pg_module_magic!(name, version);
+
+#[cfg(test)]
+pub mod pg_test {
+    pub fn setup(_options: Vec<&str>) {}
+
+    #[must_use]
+    pub fn postgresql_conf_options() -> Vec<&'static str> {
+        vec![]
+    }
+}
+
+/// SQL-level tests, run inside a real backend by `cargo pgrx test` (`#[pg_schema]` needs an
+/// inline module, so the tests themselves live in `sql_tests.rs`).
+#[cfg(any(test, feature = "pg_test"))]
+#[pg_schema]
+mod tests {
+    include!("sql_tests.rs");
+}
