@@ -49,6 +49,7 @@ SRC
 cat_index() {
   local kind=$1 files; shift
   mapfile -t files < <(apt-get indextargets "${aptopts[@]}" --format '$(FILENAME)' "Created-By: $kind" "$@")
+  (( ${#files[@]} )) || { echo "no $kind index in $apt/lists" >&2; exit 1; }
   /usr/lib/apt/apt-helper cat-file "${files[@]}"
 }
 

@@ -22,31 +22,12 @@ pub enum CharClass {
     Mark,
 }
 
-/// ASCII classes by byte: 0 separator, 1 lowercase letter or digit, 2 uppercase letter.
-pub(crate) const ASCII_SEPARATOR: u8 = 0;
-pub(crate) const ASCII_LOWER_OR_DIGIT: u8 = 1;
-pub(crate) const ASCII_UPPER: u8 = 2;
-
-pub(crate) static ASCII_CLASS: [u8; 128] = {
-    let mut table = [ASCII_SEPARATOR; 128];
-    let mut b = 0;
-    while b < 128 {
-        let c = b as u8;
-        if c.is_ascii_lowercase() || c.is_ascii_digit() {
-            table[b] = ASCII_LOWER_OR_DIGIT;
-        } else if c.is_ascii_uppercase() {
-            table[b] = ASCII_UPPER;
-        }
-        b += 1;
-    }
-    table
-};
-
 pub fn classify(c: char) -> CharClass {
     if c.is_ascii() {
-        return match ASCII_CLASS[c as usize] {
-            ASCII_SEPARATOR => CharClass::Separator,
-            _ => CharClass::Word,
+        return if c.is_ascii_alphanumeric() {
+            CharClass::Word
+        } else {
+            CharClass::Separator
         };
     }
     match c.general_category_group() {

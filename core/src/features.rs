@@ -113,10 +113,13 @@ fn char_ngrams(text: &[u8], n: usize, fold_case: bool, mut emit: impl FnMut(u64)
     }
 }
 
-/// The last `len` items pushed, oldest first, in a fixed ring (no allocation).
+/// The last `len` items pushed, oldest first, in a fixed ring (no allocation, and no
+/// division: the write position wraps by comparison).
 struct Window<T, const CAP: usize> {
     items: [T; CAP],
     len: usize,
+    /// Where the next item goes; once full, also where the oldest item is.
+    next: usize,
     pushed: usize,
 }
 
@@ -126,12 +129,18 @@ impl<T: Copy + Default, const CAP: usize> Window<T, CAP> {
         Window {
             items: [T::default(); CAP],
             len,
+            next: 0,
             pushed: 0,
         }
     }
 
+    #[inline]
     fn push(&mut self, item: T) {
-        self.items[self.pushed % self.len] = item;
+        self.items[self.next] = item;
+        self.next += 1;
+        if self.next == self.len {
+            self.next = 0;
+        }
         self.pushed += 1;
     }
 
@@ -144,10 +153,14 @@ impl<T: Copy + Default, const CAP: usize> Window<T, CAP> {
         self.pushed > 0 && self.pushed < self.len
     }
 
+    #[inline]
     fn iter(&self) -> impl Iterator<Item = T> + '_ {
-        let count = self.pushed.min(self.len);
-        let start = self.pushed - count;
-        (start..self.pushed).map(move |i| self.items[i % self.len])
+        let (older, newer) = if self.is_full() {
+            (&self.items[self.next..self.len], &self.items[..self.next])
+        } else {
+            (&self.items[..0], &self.items[..self.next])
+        };
+        older.iter().chain(newer).copied()
     }
 }
 

@@ -10,17 +10,18 @@ pub fn hash_bytes(bytes: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(bytes)
 }
 
-/// Hash of a sequence of hashes (a word shingle): XXH3-64 of their little-endian bytes,
-/// in order. Little-endian is spelled out so big-endian machines produce the same value.
+/// Hash of a sequence of hashes (a word shingle), order-sensitive:
+/// `h = t[0]; for each next t: h = (rotl(h, 27) ^ t) * 0x9E3779B97F4A7C15 (mod 2^64)`,
+/// then `h ^ (h >> 32)`. The inputs are already XXH3 outputs, so a multiply-rotate chain is
+/// enough to spread them, at a fraction of the cost of hashing their bytes again.
 #[inline]
 pub fn hash_sequence(hashes: impl Iterator<Item = u64>) -> u64 {
-    let mut buf = [0u8; 8 * crate::features::MAX_SHINGLE];
-    let mut len = 0;
-    for h in hashes {
-        buf[len..len + 8].copy_from_slice(&h.to_le_bytes());
-        len += 8;
-    }
-    hash_bytes(&buf[..len])
+    let mut hashes = hashes;
+    let first = hashes.next().unwrap_or(0);
+    let h = hashes.fold(first, |h, t| {
+        (h.rotate_left(27) ^ t).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    });
+    h ^ (h >> 32)
 }
 
 #[cfg(test)]
@@ -39,8 +40,11 @@ mod tests {
         let ab = hash_sequence([1u64, 2].into_iter());
         let ba = hash_sequence([2u64, 1].into_iter());
         assert_ne!(ab, ba);
-        let mut bytes = 1u64.to_le_bytes().to_vec();
-        bytes.extend_from_slice(&2u64.to_le_bytes());
-        assert_eq!(ab, hash_bytes(&bytes));
+        let h = (1u64.rotate_left(27) ^ 2).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        assert_eq!(ab, h ^ (h >> 32));
+        assert_ne!(
+            hash_sequence([7u64, 7].into_iter()),
+            hash_sequence([7u64, 7, 7].into_iter())
+        );
     }
 }

@@ -27,9 +27,13 @@ static SPREAD: [u64; 256] = {
     table
 };
 
+/// Features are buffered and counted a batch at a time, so the lane counters of the batch
+/// loop stay in registers; a batch of 255 cannot overflow an 8-bit lane counter.
+const BATCH: usize = 255;
+
 pub struct SimhashCounter {
-    lanes: [u64; 8],
-    in_lanes: u32,
+    batch: [u64; BATCH],
+    in_batch: usize,
     ones: [u64; 64],
     features: u64,
 }
@@ -37,8 +41,8 @@ pub struct SimhashCounter {
 impl Default for SimhashCounter {
     fn default() -> Self {
         SimhashCounter {
-            lanes: [0; 8],
-            in_lanes: 0,
+            batch: [0; BATCH],
+            in_batch: 0,
             ones: [0; 64],
             features: 0,
         }
@@ -48,28 +52,31 @@ impl Default for SimhashCounter {
 impl SimhashCounter {
     #[inline]
     pub fn add(&mut self, feature: u64) {
-        for (k, lane) in self.lanes.iter_mut().enumerate() {
-            *lane += SPREAD[((feature >> (8 * k)) & 0xff) as usize];
-        }
-        self.in_lanes += 1;
-        if self.in_lanes == 255 {
-            self.spill();
+        self.batch[self.in_batch] = feature;
+        self.in_batch += 1;
+        if self.in_batch == BATCH {
+            self.count_batch();
         }
     }
 
-    fn spill(&mut self) {
-        for (k, lane) in self.lanes.iter_mut().enumerate() {
-            for j in 0..8 {
-                self.ones[8 * k + j] += (*lane >> (8 * j)) & 0xff;
+    fn count_batch(&mut self) {
+        let mut lanes = [0u64; 8];
+        for &feature in &self.batch[..self.in_batch] {
+            for (k, lane) in lanes.iter_mut().enumerate() {
+                *lane += SPREAD[((feature >> (8 * k)) & 0xff) as usize];
             }
-            *lane = 0;
         }
-        self.features += self.in_lanes as u64;
-        self.in_lanes = 0;
+        for (k, lane) in lanes.iter().enumerate() {
+            for j in 0..8 {
+                self.ones[8 * k + j] += (lane >> (8 * j)) & 0xff;
+            }
+        }
+        self.features += self.in_batch as u64;
+        self.in_batch = 0;
     }
 
     pub fn finish(mut self) -> u64 {
-        self.spill();
+        self.count_batch();
         (0..64)
             .filter(|&i| 2 * self.ones[i] > self.features)
             .fold(0, |fp, i| fp | 1 << i)

@@ -11,54 +11,99 @@
 //! lowercase ASCII are handed out straight from the input), and takes invalid UTF-8 as a
 //! separator, so any byte string is accepted in time and memory linear in its length.
 
-use crate::chars::{classify, CharClass, ASCII_CLASS, ASCII_LOWER_OR_DIGIT, ASCII_UPPER};
+use crate::chars::{classify, CharClass};
 use crate::entities;
 use caseless::Caseless;
 use memchr::{memchr, memmem};
+
+/// What the scanner does at a byte; the letter and digit classes OR together over a run.
+const SEPARATOR: u8 = 0;
+const LOWER_OR_DIGIT: u8 = 1;
+const UPPER: u8 = 2;
+const MARKUP: u8 = 4;
+const REFERENCE: u8 = 8;
+const NON_ASCII: u8 = 16;
+
+static BYTE_CLASS: [u8; 256] = {
+    let mut table = [NON_ASCII; 256];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        table[b] = match c {
+            b'a'..=b'z' | b'0'..=b'9' => LOWER_OR_DIGIT,
+            b'A'..=b'Z' => UPPER,
+            b'<' => MARKUP,
+            b'&' => REFERENCE,
+            _ => SEPARATOR,
+        };
+        b += 1;
+    }
+    table
+};
+
+/// End of the run of ASCII letters and digits starting at `i`, and whether it has an
+/// upper-case letter. Eight bytes at a time (SWAR): the run's length comes from the first
+/// byte that is not a letter or digit, with no per-byte branch to mispredict.
+#[inline]
+fn ascii_word_end(text: &[u8], mut i: usize) -> (usize, bool) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut has_upper = false;
+    loop {
+        let x = match text.get(i..i + 8) {
+            Some(eight) => u64::from_le_bytes(eight.try_into().expect("8 bytes")),
+            None => {
+                let mut padded = [0u8; 8]; // zero bytes past the end stop the run
+                padded[..text.len() - i].copy_from_slice(&text[i..]);
+                u64::from_le_bytes(padded)
+            }
+        };
+        // For bytes below 0x80, (b + 0x80 - c) has its high bit set iff b >= c, and no
+        // carry crosses into the next byte.
+        let low7 = x & !HIGH;
+        let at_least = |c: u8| (low7 + (0x80 - c as u64) * ONES) & HIGH;
+        let ascii = !x & HIGH;
+        let upper = at_least(b'A') & !at_least(b'Z' + 1);
+        let word =
+            (at_least(b'0') & !at_least(b'9' + 1) | upper | at_least(b'a') & !at_least(b'z' + 1))
+                & ascii;
+        let stop = !word & HIGH;
+        if stop != 0 {
+            let len = stop.trailing_zeros() as usize / 8;
+            let inside = (1u64 << (8 * len)).wrapping_sub(1);
+            return (i + len, has_upper || upper & ascii & inside != 0);
+        }
+        has_upper |= upper & ascii != 0;
+        i += 8;
+    }
+}
 
 /// Calls `emit` with each token of `text`, in order, as UTF-8 bytes.
 pub fn for_each_token(text: &[u8], fold_case: bool, mut emit: impl FnMut(&[u8])) {
     let mut token = TokenBuffer::default();
     let mut markup = Markup::default();
     let mut i = 0;
-    while i < text.len() {
-        let b = text[i];
-        if b >= 0x80 {
-            let (c, len) = decode_utf8(&text[i..]);
-            token.push_char(c, fold_case, &mut emit);
-            i += len;
-            continue;
-        }
-        match ASCII_CLASS[b as usize] {
-            ASCII_LOWER_OR_DIGIT | ASCII_UPPER => {
-                let start = i;
-                let mut has_upper = false;
-                while let Some(&c) = text.get(i).filter(|&&c| c < 0x80) {
-                    match ASCII_CLASS[c as usize] {
-                        ASCII_LOWER_OR_DIGIT => {}
-                        ASCII_UPPER => has_upper = true,
-                        _ => break,
-                    }
-                    i += 1;
-                }
-                token.push_ascii_run(
-                    &text[start..i],
-                    has_upper && fold_case,
-                    ends_token(text, i),
-                    &mut emit,
-                );
+    while let Some(&b) = text.get(i) {
+        match BYTE_CLASS[b as usize] {
+            SEPARATOR => {
+                token.flush(&mut emit);
+                i += 1;
             }
-            _ if b == b'<' => match markup.len_at(text, i) {
-                Some(len) => {
-                    token.flush(&mut emit);
-                    i += len;
-                }
-                None => {
-                    token.flush(&mut emit);
-                    i += 1;
-                }
-            },
-            _ if b == b'&' => match entities::decode(&text[i..]) {
+            LOWER_OR_DIGIT | UPPER => {
+                let start = i;
+                let has_upper;
+                (i, has_upper) = ascii_word_end(text, i);
+                let lowercase = fold_case && has_upper;
+                let complete = text
+                    .get(i)
+                    .is_none_or(|&c| BYTE_CLASS[c as usize] == SEPARATOR);
+                token.push_ascii_run(&text[start..i], lowercase, complete, &mut emit);
+            }
+            MARKUP => {
+                token.flush(&mut emit);
+                i += markup.len_at(text, i).unwrap_or(1);
+            }
+            REFERENCE => match entities::decode(&text[i..]) {
                 Some((c, len)) => {
                     token.push_char(c, fold_case, &mut emit);
                     i += len;
@@ -69,8 +114,9 @@ pub fn for_each_token(text: &[u8], fold_case: bool, mut emit: impl FnMut(&[u8]))
                 }
             },
             _ => {
-                token.flush(&mut emit);
-                i += 1;
+                let (c, len) = decode_utf8(&text[i..]);
+                token.push_char(c, fold_case, &mut emit);
+                i += len;
             }
         }
     }
@@ -96,15 +142,6 @@ pub fn canonical(text: &[u8], fold_case: bool) -> String {
         out.push_str(std::str::from_utf8(t).expect("tokens are UTF-8"));
     });
     out
-}
-
-/// True when the token that ends at `i` cannot be continued by what follows: the end of the
-/// text or an ASCII separator other than `&` (a character reference may continue a word).
-fn ends_token(text: &[u8], i: usize) -> bool {
-    match text.get(i) {
-        None => true,
-        Some(&b) => b < 0x80 && b != b'&' && ASCII_CLASS[b as usize] == 0,
-    }
 }
 
 /// The token being built, for the cases that cannot be handed out as a slice of the input.
@@ -138,10 +175,10 @@ impl TokenBuffer {
             emit(run);
             return;
         }
+        let at = self.bytes.len();
+        self.bytes.extend_from_slice(run);
         if lowercase {
-            self.bytes.extend(run.iter().map(u8::to_ascii_lowercase));
-        } else {
-            self.bytes.extend_from_slice(run);
+            self.bytes[at..].make_ascii_lowercase();
         }
         if complete {
             self.flush(emit);

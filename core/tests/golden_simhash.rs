@@ -1,0 +1,57 @@
+//! Golden vectors: (options, text) → simhash that must never change. Signatures are stored
+//! for years; if this test fails, a change altered stored values and is a breaking change.
+//! The same file is checked through SQL by the extension's tests.
+//!
+//! Format of `tests/golden_simhash.tsv` (repository root): shingle, ngram, fold_case, text
+//! (with `\n`, `\t` and `\\` escaped), expected hex.
+
+use neardup_core::features::FeatureOptions;
+use neardup_core::hex::format_hex64;
+use neardup_core::simhash::simhash_text;
+
+const GOLDEN: &str = include_str!("../../tests/golden_simhash.tsv");
+
+fn unescape(s: &str) -> String {
+    let mut out = String::new();
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('n') => out.push('\n'),
+                Some('t') => out.push('\t'),
+                Some('\\') => out.push('\\'),
+                other => panic!("bad escape \\{other:?}"),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[test]
+fn golden_vectors_are_unchanged() {
+    let mut checked = 0;
+    for line in GOLDEN
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let cols: Vec<&str> = line.split('\t').collect();
+        assert_eq!(cols.len(), 5, "malformed line: {line}");
+        let options = FeatureOptions::new(
+            cols[0].parse().unwrap(),
+            cols[1].parse().unwrap(),
+            cols[2] == "t",
+        )
+        .unwrap();
+        let text = unescape(cols[3]);
+        let got = format_hex64(simhash_text(text.as_bytes(), &options));
+        assert_eq!(
+            got, cols[4],
+            "simhash changed for {:?} with {options:?}",
+            cols[3]
+        );
+        checked += 1;
+    }
+    assert!(checked >= 30, "only {checked} golden vectors");
+}

@@ -1,0 +1,141 @@
+//! A million random inputs, built at the byte level to hit the parser's edges (invalid and
+//! truncated UTF-8, markup fragments, entities, mixed scripts), through every entry point.
+//! Nothing may panic, and the pipeline's invariants must hold for each input.
+
+use neardup_core::chars::{classify, CharClass};
+use neardup_core::features::FeatureOptions;
+use neardup_core::hex::{format_hex64, parse_hex64};
+use neardup_core::simhash::simhash_text;
+use neardup_core::tokenizer::{canonical, tokens};
+
+const INPUTS: usize = 1_000_000;
+
+/// xorshift64*: deterministic, so a failure reproduces from its index.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545F4914F6CDD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+const PIECES: &[&[u8]] = &[
+    b"<",
+    b">",
+    b"&",
+    b";",
+    b"#",
+    b"x",
+    b"<!--",
+    b"-->",
+    b"<script>",
+    b"</script>",
+    b"<style ",
+    b"</STYLE>",
+    b"<p>",
+    b"</b>",
+    b"<a href=\"",
+    b"<?",
+    b"<!DOCTYPE",
+    b"&amp;",
+    b"&#",
+    b"&#x",
+    b"&eacute;",
+    b"&Sigma;",
+    b"&#0;",
+    b"&#x110000;",
+    b" ",
+    b"\n",
+    b"\t",
+    b"-",
+    b"'",
+    b"http://a.b/c",
+    "Straße".as_bytes(),
+    "ΣΊΣΥΦΟΣ".as_bytes(),
+    "日本語".as_bytes(),
+    "\u{0301}".as_bytes(),
+    "हिन्दी".as_bytes(),
+    "İ".as_bytes(),
+    "ﬁ".as_bytes(),
+    b"\xff",
+    b"\xc3",
+    b"\xe2\x82",
+    b"\xed\xa0\x80",
+    b"\xf0\x9f\x98",
+    b"\xc0\xaf",
+    b"0x",
+    b"0123456789abcdef",
+    b"ABC",
+    b"word",
+];
+
+fn random_input(rng: &mut Rng) -> Vec<u8> {
+    let mut out = Vec::new();
+    let parts = rng.below(24);
+    for _ in 0..parts {
+        match rng.below(3) {
+            0 => out.extend_from_slice(PIECES[rng.below(PIECES.len())]),
+            1 => out.push(rng.next() as u8),
+            _ => out.push(b'a' + rng.below(26) as u8),
+        }
+    }
+    out
+}
+
+#[test]
+fn million_random_inputs_keep_the_invariants() {
+    let mut rng = Rng(0x9E3779B97F4A7C15);
+    let words = FeatureOptions::new(3, 0, true).unwrap();
+    let ngrams = FeatureOptions::new(0, 4, false).unwrap();
+    let mut nonempty = 0;
+    for i in 0..INPUTS {
+        let input = random_input(&mut rng);
+        let toks = tokens(&input, true);
+        let canon = canonical(&input, true);
+        assert_eq!(canon, toks.join(" "), "input {i}: {input:?}");
+        for t in &toks {
+            let first = t.chars().next().expect("tokens are never empty");
+            assert_ne!(
+                classify(first),
+                CharClass::Mark,
+                "input {i}: token {t:?} starts with a mark"
+            );
+            assert!(
+                t.chars().all(|c| classify(c) != CharClass::Separator),
+                "input {i}: token {t:?}"
+            );
+        }
+        assert_eq!(
+            canonical(canon.as_bytes(), true),
+            canon,
+            "input {i}: canonical form is not a fixed point"
+        );
+        let fp = simhash_text(&input, &words);
+        if toks.is_empty() {
+            assert_eq!(
+                fp, 0,
+                "input {i}: no tokens must give the empty-text constant"
+            );
+        } else {
+            nonempty += 1;
+        }
+        simhash_text(&input, &ngrams);
+        match parse_hex64(&input) {
+            Ok(v) => assert_eq!(parse_hex64(format_hex64(v).as_bytes()), Ok(v)),
+            Err(_) => assert!(
+                input.trim_ascii().len() != 16
+                    || !input.trim_ascii().iter().all(u8::is_ascii_hexdigit)
+            ),
+        }
+    }
+    assert!(
+        nonempty > INPUTS / 2,
+        "the generator must mostly produce tokens ({nonempty})"
+    );
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL 15 cluster owned by `postgres` (PostgreSQL refuses to run as root),
+# reachable only through a unix socket in its own folder under /tmp. Sourced, then:
+#   cluster_start DIR [extra postgresql.conf lines...]   sets PGHOST/PGPORT/PGUSER for psql
+#   cluster_stop DIR
+set -euo pipefail
+
+PG_BIN=/usr/lib/postgresql/15/bin
+
+cluster_start() {
+    local dir=$1
+    shift
+    cluster_stop "$dir"
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    chown postgres: "$dir"
+    sudo -u postgres "$PG_BIN/initdb" -D "$dir/data" --auth=trust --encoding=UTF8 --locale=C.UTF-8 >/dev/null
+    {
+        echo "listen_addresses = ''"
+        echo "unix_socket_directories = '$dir'"
+        echo "port = 5432"
+        for line in "$@"; do echo "$line"; done
+    } >>"$dir/data/postgresql.conf"
+    sudo -u postgres "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
+    export PGHOST=$dir PGPORT=5432 PGUSER=postgres PGDATABASE=postgres
+}
+
+cluster_stop() {
+    local dir=$1
+    if [[ -f "$dir/data/postmaster.pid" ]]; then
+        sudo -u postgres "$PG_BIN/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null || true
+    fi
+}
+
+# Builds the extension (release) and installs it into the system PostgreSQL 15.
+install_extension() {
+    cargo pgrx install --release --pg-config "$PG_CONFIG" >/dev/null
+}
