@@ -157,15 +157,24 @@ fn one_word_edits_of_long_descriptions_stay_within_3_bits() {
 }
 
 #[pg_test]
-fn unrelated_descriptions_are_about_32_bits_apart() {
+fn unrelated_descriptions_are_far_apart() {
+    // Single words (the default) put unrelated descriptions ~27 bits apart (common words
+    // pull fingerprints together); 3-word shingles put them at the ideal ~32.
     load_sample();
-    let mean = Spi::get_one::<f64>(
-        "SELECT avg(hamming(simhash(a.body), simhash(b.body)))::float8
-         FROM sample a JOIN sample b ON b.id = a.id + 5000 WHERE a.id % 7 = 0",
-    )
-    .unwrap()
-    .unwrap();
-    assert!((28.0..=34.0).contains(&mean), "mean distance {mean}");
+    let stats = |options: &str| {
+        Spi::get_two::<f64, i64>(&format!(
+            "SELECT avg(d)::float8, count(*) FILTER (WHERE d <= 3)
+             FROM (SELECT hamming(simhash(a.body{options}), simhash(b.body{options})) d
+                   FROM sample a JOIN sample b ON b.id = a.id + 5000 WHERE a.id % 7 = 0) t"
+        ))
+        .unwrap()
+    };
+    let (mean, close) = stats("");
+    let (mean, close) = (mean.unwrap(), close.unwrap());
+    assert!((25.0..=34.0).contains(&mean), "mean distance {mean}");
+    assert_eq!(close, 0, "unrelated pairs within 3 bits");
+    let mean3 = stats(", shingle => 3").0.unwrap();
+    assert!((30.0..=34.0).contains(&mean3), "3-shingle mean distance {mean3}");
 }
 
 #[pg_test]
