@@ -7,11 +7,18 @@
 #[cfg(any(test, feature = "pg_test"))]
 use pgrx::prelude::*;
 
+mod am;
+mod batch;
 mod errors;
 mod simhash64;
 mod text_functions;
 
 ::pgrx::pg_module_magic!(name, version);
+
+#[pgrx::pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    am::options::init();
+}
 
 #[cfg(test)]
 pub mod pg_test {

@@ -10,5 +10,7 @@ pub mod entities;
 pub mod features;
 pub mod hash;
 pub mod hex;
+pub mod index_page;
+pub mod permuted;
 pub mod simhash;
 pub mod tokenizer;

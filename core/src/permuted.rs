@@ -1,0 +1,397 @@
+//! Manku, Jain and Das Sarma's permuted tables (§3.1) for exact Hamming search on 64-bit
+//! fingerprints.
+//!
+//! The 64 bits are split into `r` blocks. Each table moves a choice of `r − k` blocks to
+//! the front (there are C(r, k) choices, one table each) and sorts the permuted values. If
+//! two fingerprints differ in at most `k` bits, the differing bits touch at most `k`
+//! blocks, so at least `r − k` blocks are identical; the table that leads with exactly
+//! those blocks has the two values sharing their top `p` bits (the leading blocks' width).
+//! A probe reads, in every table, the run of entries sharing the query's prefix and checks
+//! their full distance: every row within `k` is found (pigeonhole), never approximately.
+//!
+//! Blocks are numbered from the most significant bit; block widths differ by at most one
+//! (64 = 13 + 13 + 13 + 13 + 12 for r = 5). Tables are the (r − k)-subsets of blocks in
+//! lexicographic order; a permuted value holds the leading blocks, then the others, each
+//! group in block order.
+
+use crate::simhash::hamming;
+
+/// Most blocks a layout may have (so a set of blocks fits in a `u16`).
+pub const MAX_BLOCKS: usize = 16;
+/// Most tables a layout may have (C(r, k) grows fast; more tables cost space, not speed).
+pub const MAX_TABLES: usize = 64;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// Distance the tables guarantee to find by prefix match.
+    pub max_distance: u32,
+    /// Width of each block in bits, block 0 holding the most significant bits.
+    widths: Vec<u32>,
+    tables: Vec<Permutation>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Permutation {
+    /// The leading blocks, as a bit set over block numbers.
+    pub leading: u16,
+    /// Number of leading bits a probe must match.
+    pub prefix_bits: u32,
+    /// (shift of the block in the fingerprint, shift in the permuted value, mask).
+    moves: Vec<(u32, u32, u64)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LayoutError(pub String);
+
+impl Layout {
+    /// The layout with `blocks` blocks for distance `max_distance`.
+    pub fn new(blocks: u32, max_distance: u32) -> Result<Layout, LayoutError> {
+        let r = blocks as usize;
+        if max_distance >= blocks || r > MAX_BLOCKS {
+            return Err(LayoutError(format!(
+                "blocks must be greater than max_distance and at most {MAX_BLOCKS} (got blocks = {blocks}, max_distance = {max_distance})"
+            )));
+        }
+        let count = binomial(r, max_distance as usize);
+        if count > MAX_TABLES as u64 {
+            return Err(LayoutError(format!(
+                "{blocks} blocks at max_distance {max_distance} would need {count} tables (at most {MAX_TABLES})"
+            )));
+        }
+        let widths: Vec<u32> = (0..blocks)
+            .map(|b| 64 / blocks + u32::from(b < 64 % blocks))
+            .collect();
+        // Shift of block b in the fingerprint: the bits below it.
+        let shifts: Vec<u32> = (0..r).map(|b| widths[b + 1..].iter().sum()).collect();
+        let tables = subsets(r, r - max_distance as usize)
+            .map(|leading| {
+                let order = (0..r)
+                    .filter(|b| leading >> b & 1 == 1)
+                    .chain((0..r).filter(|b| leading >> b & 1 == 0));
+                let mut top = 64;
+                let moves = order
+                    .map(|b| {
+                        top -= widths[b];
+                        let mask = if widths[b] == 64 {
+                            u64::MAX
+                        } else {
+                            (1u64 << widths[b]) - 1
+                        };
+                        (shifts[b], top, mask)
+                    })
+                    .collect();
+                let prefix_bits = (0..r)
+                    .filter(|b| leading >> b & 1 == 1)
+                    .map(|b| widths[b])
+                    .sum();
+                Permutation {
+                    leading,
+                    prefix_bits,
+                    moves,
+                }
+            })
+            .collect();
+        Ok(Layout {
+            max_distance,
+            widths,
+            tables,
+        })
+    }
+
+    /// The layout for `rows` fingerprints: the fewest blocks whose shortest prefix leaves a
+    /// probe about four candidates per table (Manku §3.1.1).
+    pub fn for_rows(rows: u64, max_distance: u32) -> Result<Layout, LayoutError> {
+        let wanted = (64 - rows.max(1).leading_zeros()).saturating_sub(2);
+        let mut blocks = max_distance + 1;
+        loop {
+            let layout = Layout::new(blocks, max_distance)?;
+            let next_fits = Layout::new(blocks + 1, max_distance).is_ok();
+            if layout.min_prefix_bits() >= wanted || !next_fits {
+                return Ok(layout);
+            }
+            blocks += 1;
+        }
+    }
+
+    pub fn blocks(&self) -> u32 {
+        self.widths.len() as u32
+    }
+
+    pub fn tables(&self) -> &[Permutation] {
+        &self.tables
+    }
+
+    pub fn min_prefix_bits(&self) -> u32 {
+        self.tables
+            .iter()
+            .map(|t| t.prefix_bits)
+            .min()
+            .unwrap_or(64)
+    }
+
+    /// Bit set of the blocks in which `a` and `b` agree.
+    pub fn equal_blocks(&self, a: u64, b: u64) -> u16 {
+        let diff = a ^ b;
+        let mut shift = 64;
+        let mut set = 0u16;
+        for (i, &w) in self.widths.iter().enumerate() {
+            shift -= w;
+            let mask = if w == 64 { u64::MAX } else { (1u64 << w) - 1 };
+            if (diff >> shift) & mask == 0 {
+                set |= 1 << i;
+            }
+        }
+        set
+    }
+
+    /// The one table that reports a pair whose equal blocks are `equal` (the first table in
+    /// lexicographic order whose leading blocks all agree): its leading set is the
+    /// `r − k` lowest blocks of `equal`. `None` when fewer than `r − k` blocks agree.
+    pub fn owner_table(&self, equal: u16) -> Option<usize> {
+        let need = self.widths.len() - self.max_distance as usize;
+        if (equal.count_ones() as usize) < need {
+            return None;
+        }
+        let mut leading = 0u16;
+        let mut rest = equal;
+        for _ in 0..need {
+            let low = rest & rest.wrapping_neg();
+            leading |= low;
+            rest &= !low;
+        }
+        self.tables.iter().position(|t| t.leading == leading)
+    }
+}
+
+impl Permutation {
+    #[inline]
+    pub fn apply(&self, fp: u64) -> u64 {
+        self.moves.iter().fold(0, |acc, &(from, to, mask)| {
+            acc | ((fp >> from) & mask) << to
+        })
+    }
+
+    #[inline]
+    pub fn invert(&self, permuted: u64) -> u64 {
+        self.moves.iter().fold(0, |acc, &(from, to, mask)| {
+            acc | ((permuted >> to) & mask) << from
+        })
+    }
+
+    /// The range of permuted values sharing `permuted`'s leading blocks.
+    #[inline]
+    pub fn prefix_range(&self, permuted: u64) -> (u64, u64) {
+        let low_bits = 64 - self.prefix_bits;
+        let low_mask = if low_bits == 64 {
+            u64::MAX
+        } else {
+            (1u64 << low_bits) - 1
+        };
+        (permuted & !low_mask, permuted | low_mask)
+    }
+}
+
+fn binomial(n: usize, k: usize) -> u64 {
+    (0..k).fold(1u64, |acc, i| acc * (n - i) as u64 / (i as u64 + 1))
+}
+
+/// All `size`-subsets of `0..n` as bit sets, in lexicographic order of their sorted elements.
+fn subsets(n: usize, size: usize) -> impl Iterator<Item = u16> {
+    let mut current: Vec<usize> = (0..size).collect();
+    let mut done = size > n;
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        let set = current.iter().fold(0u16, |s, &b| s | 1 << b);
+        // Advance to the next combination: bump the rightmost element that can move.
+        match (0..size).rev().find(|&i| current[i] < n - size + i) {
+            Some(i) => {
+                current[i] += 1;
+                for j in i + 1..size {
+                    current[j] = current[j - 1] + 1;
+                }
+            }
+            None => done = true,
+        }
+        Some(set)
+    })
+}
+
+/// Every pair of `fps` within `max_distance` bits, each once, as (index, index, distance)
+/// with the first index smaller (Manku §3.3, batch mode in memory): per table, sort the
+/// permuted values, and compare within each run of equal prefix; a pair is reported only
+/// by its owner table, so no global set of seen pairs is needed.
+pub fn all_pairs(fps: &[u64], max_distance: u32) -> Result<Vec<(u32, u32, u32)>, LayoutError> {
+    let layout = Layout::for_batch(fps.len() as u64, max_distance)?;
+    let mut pairs = Vec::new();
+    let mut sorted: Vec<(u64, u32)> = Vec::with_capacity(fps.len());
+    for (t, table) in layout.tables().iter().enumerate() {
+        sorted.clear();
+        sorted.extend(
+            fps.iter()
+                .enumerate()
+                .map(|(i, &fp)| (table.apply(fp), i as u32)),
+        );
+        sorted.sort_unstable();
+        let low_bits = 64 - table.prefix_bits;
+        for run in sorted.chunk_by(|a, b| (a.0 ^ b.0) >> low_bits == 0) {
+            for (i, &(pa, ia)) in run.iter().enumerate() {
+                for &(pb, ib) in &run[i + 1..] {
+                    let d = hamming(pa, pb);
+                    if d <= max_distance
+                        && layout
+                            .owner_table(layout.equal_blocks(fps[ia as usize], fps[ib as usize]))
+                            == Some(t)
+                    {
+                        pairs.push((ia.min(ib), ia.max(ib), d));
+                    }
+                }
+            }
+        }
+    }
+    Ok(pairs)
+}
+
+impl Layout {
+    /// The layout for a batch self-join: sorting costs every table a pass over all rows, and
+    /// comparing costs the square of each run's length; pick the blocks that minimise both.
+    pub fn for_batch(rows: u64, max_distance: u32) -> Result<Layout, LayoutError> {
+        let n = rows.max(2) as f64;
+        let cost = |layout: &Layout| {
+            let tables = layout.tables().len() as f64;
+            let compare: f64 = layout
+                .tables()
+                .iter()
+                .map(|t| n * n / 2f64.powi(t.prefix_bits as i32 + 1))
+                .sum();
+            tables * n * n.log2() + compare
+        };
+        let mut best = Layout::new(max_distance + 1, max_distance)?;
+        for blocks in max_distance + 2..=MAX_BLOCKS as u32 {
+            match Layout::new(blocks, max_distance) {
+                Ok(layout) if cost(&layout) < cost(&best) => best = layout,
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        Ok(best)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rng(seed: u64) -> impl FnMut() -> u64 {
+        let mut x = seed;
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
+
+    #[test]
+    fn layouts_follow_the_paper() {
+        let l = Layout::new(6, 3).unwrap();
+        assert_eq!(l.tables().len(), 20);
+        let mut prefixes: Vec<u32> = l.tables().iter().map(|t| t.prefix_bits).collect();
+        prefixes.sort();
+        prefixes.dedup();
+        assert_eq!(prefixes, vec![31, 32, 33]);
+        let l = Layout::new(5, 3).unwrap();
+        assert_eq!(l.tables().len(), 10);
+        assert_eq!(l.min_prefix_bits(), 25);
+        assert_eq!(Layout::new(4, 3).unwrap().min_prefix_bits(), 16);
+        assert!(Layout::new(3, 3).is_err());
+        assert!(Layout::new(12, 6).is_err()); // 924 tables
+        assert_eq!(Layout::new(1, 0).unwrap().tables().len(), 1);
+    }
+
+    #[test]
+    fn permutations_are_bijective_and_keep_distance() {
+        let mut next = rng(7);
+        for blocks in 4..=8 {
+            let l = Layout::new(blocks, 3).unwrap();
+            for t in l.tables() {
+                for _ in 0..200 {
+                    let (a, b) = (next(), next());
+                    assert_eq!(t.invert(t.apply(a)), a);
+                    assert_eq!(hamming(t.apply(a), t.apply(b)), hamming(a, b));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rows_choose_enough_prefix_bits() {
+        assert_eq!(Layout::for_rows(1000, 3).unwrap().blocks(), 4);
+        assert_eq!(Layout::for_rows(1 << 20, 3).unwrap().blocks(), 5);
+        assert_eq!(Layout::for_rows(1 << 30, 3).unwrap().blocks(), 6);
+        assert_eq!(Layout::for_rows(1 << 20, 0).unwrap().blocks(), 1);
+    }
+
+    #[test]
+    fn pigeonhole_every_near_pair_shares_a_prefix_in_its_owner_table() {
+        let mut next = rng(11);
+        for blocks in 4..=8 {
+            let l = Layout::new(blocks, 3).unwrap();
+            for _ in 0..2000 {
+                let a = next();
+                let mut b = a;
+                for _ in 0..(next() % 4) {
+                    b ^= 1 << (next() % 64);
+                }
+                let owner = l
+                    .owner_table(l.equal_blocks(a, b))
+                    .expect("an owner within k");
+                let t = &l.tables()[owner];
+                assert_eq!(t.prefix_range(t.apply(a)), t.prefix_range(t.apply(b)));
+            }
+        }
+    }
+
+    fn brute_force(fps: &[u64], k: u32) -> Vec<(u32, u32, u32)> {
+        let mut out = Vec::new();
+        for i in 0..fps.len() {
+            for j in i + 1..fps.len() {
+                let d = hamming(fps[i], fps[j]);
+                if d <= k {
+                    out.push((i as u32, j as u32, d));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn all_pairs_equals_brute_force() {
+        let mut next = rng(3);
+        // Uniform random, planted clusters (1–6 flipped bits), exact duplicates and a dense
+        // spike sharing its top 24 bits.
+        let mut fps: Vec<u64> = (0..1500).map(|_| next()).collect();
+        for _ in 0..150 {
+            let base = next();
+            fps.push(base);
+            for _ in 0..4 {
+                let mut v = base;
+                for _ in 0..(1 + next() % 6) {
+                    v ^= 1 << (next() % 64);
+                }
+                fps.push(v);
+            }
+        }
+        for _ in 0..40 {
+            fps.push(fps[(next() % 1500) as usize]);
+        }
+        let spike = next() & !0xFF_FFFF_FFFF;
+        fps.extend((0..400).map(|_| spike | (next() & 0xFF_FFFF_FFFF)));
+        for k in 0..=6 {
+            let mut got = all_pairs(&fps, k).unwrap();
+            got.sort_unstable();
+            assert_eq!(got, brute_force(&fps, k), "k = {k}");
+        }
+    }
+}

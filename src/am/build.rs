@@ -1,0 +1,212 @@
+//! CREATE INDEX / REINDEX: collect every (fingerprint, TID) of the table, sort each
+//! permuted table and write its pages contiguously after the metapage, without WAL; then
+//! log every page at once (`log_newpage_range`) if the index is WAL-logged.
+
+use super::meta;
+use super::options;
+use super::page::{self, Kind, Locked};
+use neardup_core::index_page::{Entry, Meta, TableExtent, Tid, ENTRY_SIZE, NO_BLOCK};
+use neardup_core::permuted::Layout;
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+/// Progress subphases shown in pg_stat_progress_create_index.
+const PHASE_SCANNING: i64 = 1;
+const PHASE_WRITING: i64 = 2;
+
+#[pg_guard]
+pub unsafe extern "C-unwind" fn ambuildphasename(phase: i64) -> *mut std::ffi::c_char {
+    let name: &std::ffi::CStr = match phase {
+        PHASE_SCANNING => c"scanning table",
+        PHASE_WRITING => c"sorting and writing permuted tables",
+        _ => return std::ptr::null_mut(),
+    };
+    name.as_ptr() as *mut std::ffi::c_char
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn collect(
+    _index: pg_sys::Relation,
+    tid: pg_sys::ItemPointer,
+    values: *mut pg_sys::Datum,
+    isnull: *mut bool,
+    _alive: bool,
+    state: *mut std::ffi::c_void,
+) {
+    // SAFETY: state is the Vec passed to table_index_build_scan below; one key column.
+    unsafe {
+        if *isnull {
+            return;
+        }
+        let rows = &mut *(state as *mut Vec<(u64, Tid)>);
+        rows.push(((*values).value() as u64, tid_of(&*tid)));
+    }
+}
+
+pub fn tid_of(tid: &pg_sys::ItemPointerData) -> Tid {
+    Tid {
+        block: (tid.ip_blkid.bi_hi as u32) << 16 | tid.ip_blkid.bi_lo as u32,
+        offset: tid.ip_posid,
+    }
+}
+
+pub fn item_pointer(tid: Tid) -> pg_sys::ItemPointerData {
+    pg_sys::ItemPointerData {
+        ip_blkid: pg_sys::BlockIdData {
+            bi_hi: (tid.block >> 16) as u16,
+            bi_lo: tid.block as u16,
+        },
+        ip_posid: tid.offset,
+    }
+}
+
+fn progress(param: u32, value: i64) {
+    // SAFETY: reporting progress is always allowed; a no-op outside CREATE INDEX.
+    unsafe { pg_sys::pgstat_progress_update_param(param as i32, value) }
+}
+
+#[pg_guard]
+pub unsafe extern "C-unwind" fn ambuild(
+    heap: pg_sys::Relation,
+    index: pg_sys::Relation,
+    index_info: *mut pg_sys::IndexInfo,
+) -> *mut pg_sys::IndexBuildResult {
+    let mut rows: Vec<(u64, Tid)> = Vec::new();
+    progress(pg_sys::PROGRESS_CREATEIDX_SUBPHASE, PHASE_SCANNING);
+    // SAFETY: the arguments come from PostgreSQL; `collect` matches the callback type and
+    // receives a pointer to `rows`, which outlives the scan.
+    let heap_tuples = unsafe {
+        pg_sys::table_index_build_scan(
+            heap,
+            index,
+            index_info,
+            true,
+            true,
+            Some(collect),
+            &mut rows as *mut _ as *mut _,
+            std::ptr::null_mut(),
+        )
+    };
+    let layout = choose_layout(index, rows.len() as u64);
+    let blocks = write(index, pg_sys::ForkNumber::MAIN_FORKNUM, &layout, &mut rows);
+    log_pages(index, pg_sys::ForkNumber::MAIN_FORKNUM, blocks);
+    // SAFETY: palloc'd result, as the AM API requires.
+    unsafe {
+        let result = pg_sys::palloc0(std::mem::size_of::<pg_sys::IndexBuildResult>())
+            as *mut pg_sys::IndexBuildResult;
+        (*result).heap_tuples = heap_tuples;
+        (*result).index_tuples = rows.len() as f64;
+        result
+    }
+}
+
+/// The empty index of an unlogged table, in its init fork (copied over the main fork at
+/// crash recovery).
+#[pg_guard]
+pub unsafe extern "C-unwind" fn ambuildempty(index: pg_sys::Relation) {
+    let layout = choose_layout(index, 0);
+    let blocks = write(
+        index,
+        pg_sys::ForkNumber::INIT_FORKNUM,
+        &layout,
+        &mut Vec::new(),
+    );
+    log_pages(index, pg_sys::ForkNumber::INIT_FORKNUM, blocks);
+}
+
+fn choose_layout(index: pg_sys::Relation, rows: u64) -> Layout {
+    let (max_distance, blocks) = options::of(index);
+    let layout = if blocks == 0 {
+        Layout::for_rows(rows, max_distance)
+    } else {
+        Layout::new(blocks, max_distance)
+    };
+    layout.unwrap_or_else(|e| {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("hamming index options: {}", e.0)
+        );
+    })
+}
+
+/// Writes the metapage and every table; returns the number of blocks written.
+fn write(
+    index: pg_sys::Relation,
+    fork: pg_sys::ForkNumber::Type,
+    layout: &Layout,
+    rows: &mut [(u64, Tid)],
+) -> u32 {
+    progress(pg_sys::PROGRESS_CREATEIDX_SUBPHASE, PHASE_WRITING);
+    progress(
+        pg_sys::PROGRESS_CREATEIDX_TUPLES_TOTAL,
+        (rows.len() * layout.tables().len()) as i64,
+    );
+    let metapage = Locked::extend(index, fork);
+    assert_eq!(
+        metapage.block(),
+        page::META_BLOCK,
+        "a new index starts empty"
+    );
+    let mut extents = Vec::with_capacity(layout.tables().len());
+    let mut permuted: Vec<(u64, Tid)> = Vec::with_capacity(rows.len());
+    let mut written = 0i64;
+    for (t, table) in layout.tables().iter().enumerate() {
+        permuted.clear();
+        permuted.extend(rows.iter().map(|&(fp, tid)| (table.apply(fp), tid)));
+        permuted.sort_unstable();
+        let mut extent = TableExtent {
+            first_block: NO_BLOCK,
+            pages: 0,
+        };
+        for chunk in permuted.chunks(page::ENTRIES_PER_PAGE) {
+            let locked = Locked::extend(index, fork);
+            if extent.pages == 0 {
+                extent.first_block = locked.block();
+            }
+            extent.pages += 1;
+            // SAFETY: a new page, exclusively locked; no WAL yet (logged in bulk after).
+            unsafe {
+                page::init(locked.page(), Kind::Table, t as u16);
+                let contents = page::contents_mut(locked.page());
+                for (i, &(key, tid)) in chunk.iter().enumerate() {
+                    Entry { key, tid }.write(&mut contents[i * ENTRY_SIZE..]);
+                }
+                page::set_len(locked.page(), chunk.len() * ENTRY_SIZE);
+                pg_sys::MarkBufferDirty(locked.buffer);
+            }
+            written += chunk.len() as i64;
+            progress(pg_sys::PROGRESS_CREATEIDX_TUPLES_DONE, written);
+        }
+        extents.push(extent);
+    }
+    let meta = Meta {
+        max_distance: layout.max_distance,
+        blocks: layout.blocks(),
+        tables: extents,
+        pending_head: NO_BLOCK,
+        pending_tail: NO_BLOCK,
+        pending_entries: 0,
+        table_entries: rows.len() as u64,
+    };
+    // SAFETY: block 0, new and exclusively locked.
+    unsafe {
+        page::init(metapage.page(), Kind::Meta, 0);
+        meta::encode(metapage.page(), &meta);
+        pg_sys::MarkBufferDirty(metapage.buffer);
+    }
+    1 + meta.tables.iter().map(|t| t.pages).sum::<u32>()
+}
+
+/// WAL-logs all pages of a freshly written fork, when the relation is WAL-logged (always
+/// for the init fork, which crash recovery needs).
+fn log_pages(index: pg_sys::Relation, fork: pg_sys::ForkNumber::Type, blocks: u32) {
+    // SAFETY: rd_rel is valid for an open relation; the pages were just written.
+    unsafe {
+        let permanent = (*(*index).rd_rel).relpersistence
+            == pg_sys::RELPERSISTENCE_PERMANENT as std::ffi::c_char;
+        if permanent || fork == pg_sys::ForkNumber::INIT_FORKNUM {
+            pg_sys::log_newpage_range(index, fork, 0, blocks, true);
+        }
+    }
+}

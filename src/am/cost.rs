@@ -1,0 +1,136 @@
+//! Cost estimate. A lookup within the index's max_distance reads, in each permuted table, a
+//! binary-search descent and the pages of one prefix run (about rows / 2^prefix entries),
+//! plus the pending pages. A radius beyond max_distance, or ORDER BY without a radius,
+//! reads a whole table (and sorts it). Selectivity comes from the operators' estimators
+//! (genericcostestimate); pages already read by earlier loops of a nested loop are priced
+//! as cached (index_pages_fetched), so parameterized joins through the index look as cheap
+//! as they are.
+
+use super::meta;
+use super::page;
+use pgrx::prelude::*;
+use pgrx::{pg_sys, PgList};
+
+#[allow(clippy::too_many_arguments)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn amcostestimate(
+    root: *mut pg_sys::PlannerInfo,
+    path: *mut pg_sys::IndexPath,
+    loop_count: f64,
+    startup_cost: *mut pg_sys::Cost,
+    total_cost: *mut pg_sys::Cost,
+    selectivity: *mut pg_sys::Selectivity,
+    correlation: *mut f64,
+    pages: *mut f64,
+) {
+    // SAFETY: planner structures passed by PostgreSQL; the index is opened without a lock
+    // as the planner already holds one.
+    unsafe {
+        let mut generic = pg_sys::GenericCosts::default();
+        pg_sys::genericcostestimate(root, path, loop_count, &mut generic);
+        let info = &*(*path).indexinfo;
+        let index = pg_sys::index_open(info.indexoid, pg_sys::NoLock as pg_sys::LOCKMODE);
+        let m = meta::read(index);
+        pg_sys::index_close(index, pg_sys::NoLock as pg_sys::LOCKMODE);
+
+        let (mut random_page, mut seq_page) = (0.0, 0.0);
+        pg_sys::get_tablespace_page_costs(info.reltablespace, &mut random_page, &mut seq_page);
+        let rows = (m.table_entries + m.pending_entries) as f64;
+        let pending_pages = (m.pending_entries as f64 / page::ENTRIES_PER_PAGE as f64).ceil();
+        let tuple_cost = pg_sys::cpu_index_tuple_cost + pg_sys::cpu_operator_cost;
+        let radius = smallest_radius(path);
+        let ordered = !(*path).indexorderbys.is_null();
+
+        let (index_pages, cost) = match radius {
+            Some(r) if r <= m.max_distance as i64 => {
+                let layout = meta::layout(&m);
+                let mut pages_read = pending_pages;
+                let mut candidates = m.pending_entries as f64;
+                for (t, extent) in m.tables.iter().enumerate() {
+                    let prefix = layout.tables()[t].prefix_bits as i32;
+                    let run = m.table_entries as f64 / 2f64.powi(prefix);
+                    pages_read += (extent.pages as f64 + 1.0).log2().ceil()
+                        + (run / page::ENTRIES_PER_PAGE as f64).ceil();
+                    candidates += run;
+                }
+                let total_pages = (*info).pages as f64;
+                let fetched = pg_sys::index_pages_fetched(
+                    pages_read * loop_count,
+                    (*info).pages,
+                    total_pages,
+                    root,
+                ) / loop_count.max(1.0);
+                (pages_read, fetched * random_page + candidates * tuple_cost)
+            }
+            _ => {
+                let one_table = m.tables.first().map_or(0.0, |t| t.pages as f64) + pending_pages;
+                let sort = if ordered {
+                    rows * (rows.max(2.0)).log2() * pg_sys::cpu_operator_cost
+                } else {
+                    0.0
+                };
+                (one_table, one_table * seq_page + rows * tuple_cost + sort)
+            }
+        };
+        // Results are computed on the first fetch, so nothing comes before the whole cost.
+        *startup_cost = cost;
+        *total_cost = cost;
+        *selectivity = generic.indexSelectivity;
+        *correlation = 0.0;
+        *pages = index_pages;
+    }
+}
+
+/// The smallest constant radius among the path's `<@ hamming_ball(q, k)` clauses, if any
+/// is known at plan time (a parameter's radius is not: the lookup is assumed).
+unsafe fn smallest_radius(path: *mut pg_sys::IndexPath) -> Option<i64> {
+    let mut smallest: Option<i64> = None;
+    let mut any_clause = false;
+    unsafe {
+        for clause in PgList::<pg_sys::IndexClause>::from_pg((*path).indexclauses).iter_ptr() {
+            for rinfo in PgList::<pg_sys::RestrictInfo>::from_pg((*clause).indexquals).iter_ptr() {
+                any_clause = true;
+                let expr = (*rinfo).clause;
+                if let Some(r) = constant_radius(expr) {
+                    smallest = Some(smallest.map_or(r, |s| s.min(r)));
+                }
+            }
+        }
+    }
+    match smallest {
+        Some(r) => Some(r),
+        None if any_clause => Some(0), // radius unknown until run time: priced as a lookup
+        None => None,
+    }
+}
+
+/// The radius of `col <@ ball` when the ball is a constant or `hamming_ball(x, <const>)`.
+unsafe fn constant_radius(expr: *mut pg_sys::Expr) -> Option<i64> {
+    unsafe {
+        if (*(expr as *mut pg_sys::Node)).type_ != pg_sys::NodeTag::T_OpExpr {
+            return None;
+        }
+        let args = PgList::<pg_sys::Node>::from_pg((*(expr as *mut pg_sys::OpExpr)).args);
+        let ball = args.get_ptr(1)?;
+        match (*ball).type_ {
+            pg_sys::NodeTag::T_Const => {
+                let c = &*(ball as *mut pg_sys::Const);
+                if c.constisnull {
+                    return None;
+                }
+                Some((*(c.constvalue.cast_mut_ptr::<super::tmp_ball::HammingBall>())).radius as i64)
+            }
+            pg_sys::NodeTag::T_FuncExpr => {
+                let fargs =
+                    PgList::<pg_sys::Node>::from_pg((*(ball as *mut pg_sys::FuncExpr)).args);
+                let radius = fargs.get_ptr(1)?;
+                if (*radius).type_ != pg_sys::NodeTag::T_Const {
+                    return None;
+                }
+                let c = &*(radius as *mut pg_sys::Const);
+                (!c.constisnull).then(|| c.constvalue.value() as i32 as i64)
+            }
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! The `hamming` index access method: Manku et al.'s permuted tables in PostgreSQL pages.
+//! One file per callback family, as contrib/bloom lays them out: `build` (ambuild,
+//! ambuildempty), `insert`, `scan`, `vacuum`, `cost`, `options`; `page` and `meta` hold the
+//! page layouts and the buffer/WAL helpers; `check` verifies an index.
+
+mod build;
+mod check;
+mod cost;
+mod insert;
+mod meta;
+pub mod options;
+mod page;
+mod scan;
+mod tmp_ball;
+mod vacuum;
+
+use pgrx::prelude::*;
+use pgrx::{pg_sys, Internal};
+
+#[pg_extern(sql = "
+CREATE FUNCTION hamming_amhandler(internal) RETURNS index_am_handler
+    PARALLEL SAFE IMMUTABLE STRICT LANGUAGE c AS 'MODULE_PATHNAME', '@FUNCTION_NAME@';
+CREATE ACCESS METHOD hamming TYPE INDEX HANDLER hamming_amhandler;
+COMMENT ON ACCESS METHOD hamming IS 'exact Hamming-distance search on 64-bit fingerprints (permuted prefix tables)';
+")]
+fn hamming_amhandler(_fcinfo: Internal) -> Internal {
+    // SAFETY: a palloc'd, zeroed node of the right tag, filled below.
+    unsafe {
+        let am = pg_sys::palloc0(std::mem::size_of::<pg_sys::IndexAmRoutine>())
+            as *mut pg_sys::IndexAmRoutine;
+        let r = &mut *am;
+        r.type_ = pg_sys::NodeTag::T_IndexAmRoutine;
+        r.amstrategies = 2;
+        r.amsupport = 0;
+        r.amoptsprocnum = 0;
+        r.amcanorder = false;
+        r.amcanorderbyop = true;
+        r.amcanbackward = false;
+        r.amcanunique = false;
+        r.amcanmulticol = false;
+        r.amoptionalkey = true;
+        r.amsearcharray = false;
+        r.amsearchnulls = false;
+        r.amstorage = false;
+        r.amclusterable = false;
+        r.ampredlocks = false;
+        r.amcanparallel = false;
+        r.amcaninclude = false;
+        r.amusemaintenanceworkmem = true;
+        r.amparallelvacuumoptions = pg_sys::VACUUM_OPTION_PARALLEL_BULKDEL as u8;
+        r.amkeytype = pg_sys::InvalidOid;
+        r.ambuild = Some(build::ambuild);
+        r.ambuildempty = Some(build::ambuildempty);
+        r.aminsert = Some(insert::aminsert);
+        r.ambulkdelete = Some(vacuum::ambulkdelete);
+        r.amvacuumcleanup = Some(vacuum::amvacuumcleanup);
+        r.amcostestimate = Some(cost::amcostestimate);
+        r.amoptions = Some(options::amoptions);
+        r.ambuildphasename = Some(build::ambuildphasename);
+        r.amvalidate = Some(amvalidate);
+        r.ambeginscan = Some(scan::ambeginscan);
+        r.amrescan = Some(scan::amrescan);
+        r.amgettuple = Some(scan::amgettuple);
+        r.amgetbitmap = Some(scan::amgetbitmap);
+        r.amendscan = Some(scan::amendscan);
+        Internal::from(Some(pg_sys::Datum::from(am)))
+    }
+}
+
+/// Operator classes are ours alone (sql/hamming_am.sql) and need no support functions.
+#[pg_guard]
+unsafe extern "C-unwind" fn amvalidate(_opclass: pg_sys::Oid) -> bool {
+    true
+}

@@ -1,0 +1,92 @@
+//! Reloptions of a `hamming` index: `WITH (max_distance = 3, blocks = 0)`.
+//! Both are frozen into the metapage at build time; changing them needs a REINDEX.
+
+use pgrx::pg_sys;
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The reloption kind registered for this access method in `_PG_init`.
+static KIND: AtomicU32 = AtomicU32::new(0);
+
+pub const DEFAULT_MAX_DISTANCE: i32 = 3;
+/// Distances beyond this need so many tables (C(r, k)) that a scan of one is better.
+pub const MAX_MAX_DISTANCE: i32 = 8;
+
+#[repr(C)]
+pub struct Options {
+    vl_len: i32,
+    /// The distance the permuted tables answer by prefix lookups (Manku's k).
+    pub max_distance: i32,
+    /// Blocks per fingerprint (Manku's r); 0 chooses from the row count at build time.
+    pub blocks: i32,
+}
+
+/// Registers the options; called once per backend from `_PG_init`.
+pub fn init() {
+    // SAFETY: _PG_init runs once, single-threaded, before any index of ours is opened.
+    unsafe {
+        let kind = pg_sys::add_reloption_kind();
+        KIND.store(kind, Ordering::Relaxed);
+        pg_sys::add_int_reloption(
+            kind as pg_sys::bits32,
+            c"max_distance".as_ptr(),
+            c"Largest Hamming distance answered by prefix lookups in the permuted tables".as_ptr(),
+            DEFAULT_MAX_DISTANCE,
+            0,
+            MAX_MAX_DISTANCE,
+            pg_sys::AccessExclusiveLock as pg_sys::LOCKMODE,
+        );
+        pg_sys::add_int_reloption(
+            kind as pg_sys::bits32,
+            c"blocks".as_ptr(),
+            c"Blocks the 64 bits are split into (0: chosen from the row count at build)".as_ptr(),
+            0,
+            0,
+            neardup_core::permuted::MAX_BLOCKS as i32,
+            pg_sys::AccessExclusiveLock as pg_sys::LOCKMODE,
+        );
+    }
+}
+
+fn element(name: &'static CStr, offset: usize) -> pg_sys::relopt_parse_elt {
+    pg_sys::relopt_parse_elt {
+        optname: name.as_ptr(),
+        opttype: pg_sys::relopt_type::RELOPT_TYPE_INT,
+        offset: offset as i32,
+    }
+}
+
+#[pgrx::pg_guard]
+pub unsafe extern "C-unwind" fn amoptions(
+    reloptions: pg_sys::Datum,
+    validate: bool,
+) -> *mut pg_sys::bytea {
+    let table = [
+        element(c"max_distance", std::mem::offset_of!(Options, max_distance)),
+        element(c"blocks", std::mem::offset_of!(Options, blocks)),
+    ];
+    // SAFETY: the table describes `Options` exactly; PostgreSQL allocates and fills it.
+    unsafe {
+        pg_sys::build_reloptions(
+            reloptions,
+            validate,
+            KIND.load(Ordering::Relaxed),
+            std::mem::size_of::<Options>(),
+            table.as_ptr(),
+            table.len() as i32,
+        ) as *mut pg_sys::bytea
+    }
+}
+
+/// The options of an open index (defaults when it has none).
+pub fn of(index: pg_sys::Relation) -> (u32, u32) {
+    // SAFETY: rd_options of a `hamming` index is NULL or the struct amoptions built.
+    unsafe {
+        let options = (*index).rd_options as *const Options;
+        if options.is_null() {
+            (DEFAULT_MAX_DISTANCE as u32, 0)
+        } else {
+            ((*options).max_distance as u32, (*options).blocks as u32)
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! Pages of a `hamming` index in PostgreSQL's buffer manager: locked-buffer handles that
+//! release on drop, the special space that identifies each page, and the GenericXLog guard
+//! through which every change after the build is written. The byte layout of the contents
+//! is drawn in `neardup_core::index_page`.
+//!
+//! ```text
+//!  special space (PageTail, 12 bytes, MAXALIGNed to 16)
+//!  +-----------+----------+----------+---------+----------------+
+//!  | next u32  | kind u16 | table u16| pad u16 | page id 0xFF8B |
+//!  +-----------+----------+----------+---------+----------------+
+//! ```
+
+use neardup_core::index_page::{ENTRY_SIZE, NO_BLOCK};
+use pgrx::pg_sys;
+use std::mem::size_of;
+
+pub const META_BLOCK: pg_sys::BlockNumber = 0;
+/// Identifies our pages to tools such as pg_filedump (contrib/bloom uses 0xFF83).
+const PAGE_ID: u16 = 0xFF8B;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u16)]
+pub enum Kind {
+    Meta = 1,
+    Table = 2,
+    Pending = 3,
+}
+
+#[repr(C)]
+struct PageTail {
+    next: u32,
+    kind: u16,
+    table: u16,
+    _pad: u16,
+    page_id: u16,
+}
+
+const HEADER: usize = 24; // MAXALIGN(SizeOfPageHeaderData)
+const TAIL: usize = (size_of::<PageTail>() + 7) & !7;
+/// Bytes of contents a page holds.
+pub const CONTENTS: usize = pg_sys::BLCKSZ as usize - HEADER - TAIL;
+pub const ENTRIES_PER_PAGE: usize = CONTENTS / ENTRY_SIZE;
+
+/// Formats `page` as an empty page of `kind`.
+///
+/// # Safety
+/// `page` points to a BLCKSZ buffer the caller may write.
+pub unsafe fn init(page: pg_sys::Page, kind: Kind, table: u16) {
+    unsafe {
+        pg_sys::PageInit(page, pg_sys::BLCKSZ as usize, TAIL);
+        let tail = tail_ptr(page);
+        (*tail).next = NO_BLOCK;
+        (*tail).kind = kind as u16;
+        (*tail).table = table;
+        (*tail)._pad = 0;
+        (*tail).page_id = PAGE_ID;
+    }
+}
+
+unsafe fn tail_ptr(page: pg_sys::Page) -> *mut PageTail {
+    unsafe {
+        page.add((*(page as *mut pg_sys::PageHeaderData)).pd_special as usize) as *mut PageTail
+    }
+}
+
+unsafe fn header(page: pg_sys::Page) -> *mut pg_sys::PageHeaderData {
+    page as *mut pg_sys::PageHeaderData
+}
+
+/// A page's kind, or an ERROR if it is not one of ours (a corrupt or foreign page must
+/// never be read as entries).
+pub unsafe fn kind(page: pg_sys::Page) -> Kind {
+    unsafe {
+        let special = (*header(page)).pd_special as usize;
+        if special != pg_sys::BLCKSZ as usize - TAIL || (*tail_ptr(page)).page_id != PAGE_ID {
+            pgrx::error!("hamming index page is corrupt (special space)");
+        }
+        match (*tail_ptr(page)).kind {
+            1 => Kind::Meta,
+            2 => Kind::Table,
+            3 => Kind::Pending,
+            other => pgrx::error!("hamming index page has unknown kind {other}"),
+        }
+    }
+}
+
+pub unsafe fn next(page: pg_sys::Page) -> u32 {
+    unsafe { (*tail_ptr(page)).next }
+}
+
+pub unsafe fn set_next(page: pg_sys::Page, next: u32) {
+    unsafe { (*tail_ptr(page)).next = next }
+}
+
+/// The used part of the contents (up to pd_lower).
+pub unsafe fn contents<'a>(page: pg_sys::Page) -> &'a [u8] {
+    unsafe {
+        let lower = (*header(page)).pd_lower as usize;
+        let len = lower.saturating_sub(HEADER).min(CONTENTS);
+        std::slice::from_raw_parts(page.add(HEADER) as *const u8, len)
+    }
+}
+
+/// All of the contents area, for writing; `set_len` then records how much is used.
+pub unsafe fn contents_mut<'a>(page: pg_sys::Page) -> &'a mut [u8] {
+    unsafe { std::slice::from_raw_parts_mut(page.add(HEADER) as *mut u8, CONTENTS) }
+}
+
+pub unsafe fn set_len(page: pg_sys::Page, len: usize) {
+    debug_assert!(len <= CONTENTS);
+    unsafe { (*header(page)).pd_lower = (HEADER + len) as u16 }
+}
+
+/// A pinned and locked buffer, unlocked and unpinned when dropped (also while a Rust
+/// panic or a PostgreSQL ERROR unwinds).
+pub struct Locked {
+    pub buffer: pg_sys::Buffer,
+}
+
+impl Locked {
+    /// Reads `block` of `fork` and locks it (`BUFFER_LOCK_SHARE` or `_EXCLUSIVE`).
+    pub fn read(
+        index: pg_sys::Relation,
+        fork: pg_sys::ForkNumber::Type,
+        block: u32,
+        mode: u32,
+    ) -> Locked {
+        // SAFETY: the index is open and locked by the caller; the block exists (callers
+        // only follow block numbers from the metapage and page links).
+        unsafe {
+            let buffer = pg_sys::ReadBufferExtended(
+                index,
+                fork,
+                block,
+                pg_sys::ReadBufferMode::RBM_NORMAL,
+                std::ptr::null_mut(),
+            );
+            pg_sys::LockBuffer(buffer, mode as i32);
+            Locked { buffer }
+        }
+    }
+
+    /// Adds a new block at the end of `fork`, locked exclusively.
+    pub fn extend(index: pg_sys::Relation, fork: pg_sys::ForkNumber::Type) -> Locked {
+        // SAFETY: the relation extension lock serialises concurrent extenders, as
+        // PostgreSQL requires for P_NEW.
+        unsafe {
+            pg_sys::LockRelationForExtension(index, pg_sys::ExclusiveLock as pg_sys::LOCKMODE);
+            let buffer = pg_sys::ReadBufferExtended(
+                index,
+                fork,
+                pg_sys::InvalidBlockNumber,
+                pg_sys::ReadBufferMode::RBM_NORMAL,
+                std::ptr::null_mut(),
+            );
+            pg_sys::LockBuffer(buffer, pg_sys::BUFFER_LOCK_EXCLUSIVE as i32);
+            pg_sys::UnlockRelationForExtension(index, pg_sys::ExclusiveLock as pg_sys::LOCKMODE);
+            Locked { buffer }
+        }
+    }
+
+    pub fn page(&self) -> pg_sys::Page {
+        // SAFETY: the buffer is pinned for as long as self lives.
+        unsafe { pg_sys::BufferGetPage(self.buffer) }
+    }
+
+    pub fn block(&self) -> u32 {
+        // SAFETY: as above.
+        unsafe { pg_sys::BufferGetBlockNumber(self.buffer) }
+    }
+}
+
+impl Drop for Locked {
+    fn drop(&mut self) {
+        // SAFETY: we hold exactly one pin and one lock on this buffer.
+        unsafe { pg_sys::UnlockReleaseBuffer(self.buffer) }
+    }
+}
+
+/// One WAL record for changes to a few pages (GenericXLog): pages are edited through the
+/// copies `register` returns, and applied and logged together by `finish`. Dropped without
+/// `finish` (an ERROR or panic in between), the record is aborted and no page changes.
+pub struct Xlog {
+    state: *mut pg_sys::GenericXLogState,
+}
+
+impl Xlog {
+    pub fn start(index: pg_sys::Relation) -> Xlog {
+        // SAFETY: the index is open; GenericXLog handles unlogged relations itself.
+        Xlog {
+            state: unsafe { pg_sys::GenericXLogStart(index) },
+        }
+    }
+
+    /// The page to edit in place of `locked`'s; `full` logs a whole-page image (for
+    /// freshly initialised pages) instead of a delta.
+    pub fn register(&mut self, locked: &Locked, full: bool) -> pg_sys::Page {
+        let flags = if full {
+            pg_sys::GENERIC_XLOG_FULL_IMAGE as i32
+        } else {
+            0
+        };
+        // SAFETY: the buffer is exclusively locked by the caller and stays so until finish.
+        unsafe { pg_sys::GenericXLogRegisterBuffer(self.state, locked.buffer, flags) }
+    }
+
+    pub fn finish(mut self) {
+        // SAFETY: state is live; finish consumes it.
+        unsafe { pg_sys::GenericXLogFinish(self.state) };
+        self.state = std::ptr::null_mut();
+    }
+}
+
+impl Drop for Xlog {
+    fn drop(&mut self) {
+        if !self.state.is_null() {
+            // SAFETY: not finished, so still ours to abort.
+            unsafe { pg_sys::GenericXLogAbort(self.state) }
+        }
+    }
+}

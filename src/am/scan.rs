@@ -1,0 +1,350 @@
+//! Index scans. Strategy 1, `fp <@ hamming_ball(q, k)`: in every permuted table, the run of
+//! entries sharing the permuted query's leading blocks, checked for distance (exact by the
+//! pigeonhole argument, see `neardup_core::permuted`), plus the pending pages; a radius
+//! beyond the index's max_distance reads one whole table instead. Strategy 2, `ORDER BY fp
+//! <~> q`: first every row within max_distance, nearest first, then, only if the scan goes
+//! on, all the others by distance. Results are exact: no recheck.
+//!
+//! A scan computes its TIDs on the first call and hands them out from memory; it holds no
+//! buffer pins between calls.
+
+use super::build::item_pointer;
+use super::meta;
+use super::page::{self, Kind, Locked};
+use super::tmp_ball::HammingBall;
+use neardup_core::index_page::{entries, lower_bound, Meta, Tid, NO_BLOCK};
+use neardup_core::permuted::{Layout, Permutation};
+use neardup_core::simhash::hamming;
+use pgrx::prelude::*;
+use pgrx::{pg_sys, PgMemoryContexts};
+
+/// Strategy 1 of the operator classes (`<@`); strategy 2 (`<~>`) only ever orders.
+pub const STRATEGY_WITHIN: u16 = 1;
+
+/// What a scan looks for, from its scan keys.
+#[derive(Default)]
+struct Query {
+    balls: Vec<(u64, u32)>,
+    order_by: Option<u64>,
+    /// A NULL argument: a strict operator matches nothing.
+    nothing: bool,
+}
+
+#[derive(Default)]
+struct ScanState {
+    query: Query,
+    started: bool,
+    /// (distance to the ORDER BY query, TID), in the order to return them.
+    results: Vec<(u32, Tid)>,
+    next: usize,
+    /// ORDER BY without a WHERE ball: rows beyond max_distance are still to be read.
+    far_rows_pending: bool,
+}
+
+#[pg_guard]
+pub unsafe extern "C-unwind" fn ambeginscan(
+    index: pg_sys::Relation,
+    nkeys: i32,
+    norderbys: i32,
+) -> pg_sys::IndexScanDesc {
+    // SAFETY: standard AM protocol; the state lives in the scan's memory context and is
+    // dropped when that context goes.
+    unsafe {
+        let scan = pg_sys::RelationGetIndexScan(index, nkeys, norderbys);
+        let state =
+            PgMemoryContexts::CurrentMemoryContext.leak_and_drop_on_delete(ScanState::default());
+        (*scan).opaque = state as *mut std::ffi::c_void;
+        scan
+    }
+}
+
+#[pg_guard]
+pub unsafe extern "C-unwind" fn amrescan(
+    scan: pg_sys::IndexScanDesc,
+    keys: pg_sys::ScanKey,
+    nkeys: i32,
+    orderbys: pg_sys::ScanKey,
+    norderbys: i32,
+) {
+    // SAFETY: keyData/orderByData were sized by RelationGetIndexScan for these counts.
+    unsafe {
+        let scan = &mut *scan;
+        if !keys.is_null() && nkeys > 0 {
+            std::ptr::copy(keys, scan.keyData, nkeys as usize);
+        }
+        if !orderbys.is_null() && norderbys > 0 {
+            std::ptr::copy(orderbys, scan.orderByData, norderbys as usize);
+        }
+        let state = &mut *(scan.opaque as *mut ScanState);
+        *state = ScanState {
+            query: query_of(scan),
+            ..ScanState::default()
+        };
+    }
+}
+
+unsafe fn query_of(scan: &pg_sys::IndexScanDescData) -> Query {
+    let mut query = Query::default();
+    unsafe {
+        let keys = std::slice::from_raw_parts(scan.keyData, scan.numberOfKeys.max(0) as usize);
+        for key in keys {
+            if key.sk_flags & pg_sys::SK_ISNULL as i32 != 0 {
+                query.nothing = true;
+            } else if key.sk_strategy == STRATEGY_WITHIN {
+                let ball = &*(key.sk_argument.cast_mut_ptr::<HammingBall>());
+                if ball.radius < 0 {
+                    query.nothing = true;
+                } else {
+                    query.balls.push((ball.center, ball.radius as u32));
+                }
+            }
+        }
+        let orderbys =
+            std::slice::from_raw_parts(scan.orderByData, scan.numberOfOrderBys.max(0) as usize);
+        if let Some(key) = orderbys.first() {
+            // A NULL ORDER BY argument orders nothing: every row, distances NULL.
+            if key.sk_flags & pg_sys::SK_ISNULL as i32 == 0 {
+                query.order_by = Some(key.sk_argument.value() as u64);
+            }
+        }
+    }
+    query
+}
+
+#[pg_guard]
+pub unsafe extern "C-unwind" fn amgettuple(
+    scan: pg_sys::IndexScanDesc,
+    _direction: pg_sys::ScanDirection::Type,
+) -> bool {
+    // SAFETY: opaque was set by ambeginscan; xs_orderbyvals is sized for the order-bys.
+    unsafe {
+        let scan = &mut *scan;
+        let index = scan.indexRelation;
+        let state = &mut *(scan.opaque as *mut ScanState);
+        if !state.started {
+            state.started = true;
+            state.results = first_results(index, &state.query);
+            state.far_rows_pending = state.query.balls.is_empty()
+                && state.query.order_by.is_some()
+                && !state.query.nothing;
+        }
+        if state.next == state.results.len() && state.far_rows_pending {
+            state.far_rows_pending = false;
+            state.results = far_rows(index, state.query.order_by.expect("ordered scan"));
+            state.next = 0;
+        }
+        let Some(&(distance, tid)) = state.results.get(state.next) else {
+            return false;
+        };
+        state.next += 1;
+        scan.xs_heaptid = item_pointer(tid);
+        scan.xs_recheck = false;
+        if scan.numberOfOrderBys > 0 {
+            *scan.xs_orderbyvals = pg_sys::Datum::from(distance as i32);
+            *scan.xs_orderbynulls = state.query.order_by.is_none();
+            scan.xs_recheckorderby = false;
+        }
+        true
+    }
+}
+
+#[pg_guard]
+pub unsafe extern "C-unwind" fn amgetbitmap(
+    scan: pg_sys::IndexScanDesc,
+    tbm: *mut pg_sys::TIDBitmap,
+) -> i64 {
+    // SAFETY: as in amgettuple; the bitmap is PostgreSQL's.
+    unsafe {
+        let scan = &mut *scan;
+        let state = &*(scan.opaque as *const ScanState);
+        let tids: Vec<pg_sys::ItemPointerData> = matches(scan.indexRelation, &state.query)
+            .into_iter()
+            .map(|(_, tid)| item_pointer(tid))
+            .collect();
+        pg_sys::tbm_add_tuples(tbm, tids.as_ptr().cast_mut(), tids.len() as i32, false);
+        tids.len() as i64
+    }
+}
+
+#[pg_guard]
+pub unsafe extern "C-unwind" fn amendscan(_scan: pg_sys::IndexScanDesc) {
+    // The state is freed with the scan's memory context.
+}
+
+/// The results a scan returns first: every match, ordered by distance when asked to.
+fn first_results(index: pg_sys::Relation, query: &Query) -> Vec<(u32, Tid)> {
+    let Some(q) = query.order_by else {
+        return matches(index, query)
+            .into_iter()
+            .map(|(_, tid)| (0, tid))
+            .collect();
+    };
+    let mut found = if query.balls.is_empty() && !query.nothing {
+        let m = meta::read(index);
+        matches(
+            index,
+            &Query {
+                balls: vec![(q, m.max_distance)],
+                ..Query::default()
+            },
+        )
+    } else {
+        matches(index, query)
+    };
+    let mut results: Vec<(u32, Tid)> = found
+        .drain(..)
+        .map(|(fp, tid)| (hamming(fp, q), tid))
+        .collect();
+    results.sort_unstable();
+    results
+}
+
+/// ORDER BY's second phase: every row farther than max_distance, nearest first.
+fn far_rows(index: pg_sys::Relation, q: u64) -> Vec<(u32, Tid)> {
+    let m = meta::read(index);
+    let mut far: Vec<(u32, Tid)> = Vec::new();
+    for_each_row(index, &m, |fp, tid| {
+        let d = hamming(fp, q);
+        if d > m.max_distance {
+            far.push((d, tid));
+        }
+    });
+    far.sort_unstable();
+    far
+}
+
+/// Every (fingerprint, TID) within all of the query's balls, each TID once.
+fn matches(index: pg_sys::Relation, query: &Query) -> Vec<(u64, Tid)> {
+    if query.nothing {
+        return Vec::new();
+    }
+    let m = meta::read(index);
+    let within_all = |fp: u64| query.balls.iter().all(|&(c, r)| hamming(fp, c) <= r);
+    let mut found = Vec::new();
+    match query.balls.iter().min_by_key(|b| b.1) {
+        Some(&(center, radius)) if radius <= m.max_distance => {
+            let layout = meta::layout(&m);
+            for (t, extent) in m.tables.iter().enumerate() {
+                probe(
+                    index,
+                    &layout.tables()[t],
+                    extent.first_block,
+                    extent.pages,
+                    center,
+                    radius,
+                    |fp, tid| {
+                        if within_all(fp) {
+                            found.push((fp, tid));
+                        }
+                    },
+                );
+            }
+            for_each_pending(index, &m, |fp, tid| {
+                if within_all(fp) {
+                    found.push((fp, tid));
+                }
+            });
+            // A row sharing a prefix in several tables is found once per table.
+            found.sort_unstable_by_key(|&(_, tid)| tid);
+            found.dedup_by_key(|&mut (_, tid)| tid);
+        }
+        _ => for_each_row(index, &m, |fp, tid| {
+            if within_all(fp) {
+                found.push((fp, tid));
+            }
+        }),
+    }
+    found
+}
+
+/// Calls `emit` with the rows of one table whose permuted value shares the query's prefix
+/// and lies within `radius`.
+fn probe(
+    index: pg_sys::Relation,
+    table: &Permutation,
+    first: u32,
+    pages: u32,
+    center: u64,
+    radius: u32,
+    mut emit: impl FnMut(u64, Tid),
+) {
+    if pages == 0 {
+        return;
+    }
+    let q = table.apply(center);
+    let (lo, hi) = table.prefix_range(q);
+    let first_key = |block: u32| {
+        let locked = read(index, block);
+        // SAFETY: a locked table page.
+        let contents = unsafe { page::contents(locked.page()) };
+        entries(contents).next().map_or(u64::MAX, |e| e.key)
+    };
+    // The first page whose first key is >= lo; the page before it may end with matches.
+    let (mut lo_page, mut hi_page) = (0u32, pages);
+    while lo_page < hi_page {
+        let mid = (lo_page + hi_page) / 2;
+        if first_key(first + mid) < lo {
+            lo_page = mid + 1;
+        } else {
+            hi_page = mid;
+        }
+    }
+    for p in lo_page.saturating_sub(1)..pages {
+        let locked = read(index, first + p);
+        // SAFETY: a locked table page.
+        let contents = unsafe { page::contents(locked.page()) };
+        for e in
+            entries(&contents[lower_bound(contents, lo) * neardup_core::index_page::ENTRY_SIZE..])
+        {
+            if e.key > hi {
+                return;
+            }
+            if hamming(e.key, q) <= radius {
+                emit(table.invert(e.key), e.tid);
+            }
+        }
+    }
+}
+
+/// Every indexed row once: table 0's entries, permuted back into fingerprints, and the
+/// pending pages.
+fn for_each_row(index: pg_sys::Relation, m: &Meta, mut emit: impl FnMut(u64, Tid)) {
+    if let Some(extent) = m.tables.first() {
+        let layout: Layout = meta::layout(m);
+        let table = &layout.tables()[0];
+        for p in 0..extent.pages {
+            let locked = read(index, extent.first_block + p);
+            // SAFETY: a locked table page.
+            for e in entries(unsafe { page::contents(locked.page()) }) {
+                emit(table.invert(e.key), e.tid);
+            }
+        }
+    }
+    for_each_pending(index, m, emit);
+}
+
+fn for_each_pending(index: pg_sys::Relation, m: &Meta, mut emit: impl FnMut(u64, Tid)) {
+    let mut block = m.pending_head;
+    while block != NO_BLOCK {
+        let locked = read(index, block);
+        // SAFETY: a locked pending page; its link is read under the same lock.
+        unsafe {
+            if page::kind(locked.page()) != Kind::Pending {
+                pgrx::error!("hamming index: block {block} is not a pending page");
+            }
+            for e in entries(page::contents(locked.page())) {
+                emit(e.key, e.tid);
+            }
+            block = page::next(locked.page());
+        }
+    }
+}
+
+fn read(index: pg_sys::Relation, block: u32) -> Locked {
+    Locked::read(
+        index,
+        pg_sys::ForkNumber::MAIN_FORKNUM,
+        block,
+        pg_sys::BUFFER_LOCK_SHARE,
+    )
+}
