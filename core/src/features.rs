@@ -10,8 +10,8 @@
 //! feature of everything it has, so short texts still get a signature; a text without any
 //! token gives no feature.
 
-use crate::hash::{hash_bytes, hash_sequence};
-use crate::tokenizer::for_each_token;
+use crate::hash::{hash_bytes, hash_prefix, hash_sequence};
+use crate::tokenizer::{for_each_token, for_each_token_window, Token};
 use std::fmt;
 
 pub const MAX_SHINGLE: usize = 16;
@@ -71,12 +71,13 @@ pub fn for_each_feature(text: &[u8], options: &FeatureOptions, emit: impl FnMut(
 }
 
 fn word_shingles(text: &[u8], w: usize, fold_case: bool, mut emit: impl FnMut(u64)) {
+    let hash = |t: Token| hash_prefix(t.window, t.len);
     if w == 1 {
-        return for_each_token(text, fold_case, |t| emit(hash_bytes(t)));
+        return for_each_token_window(text, fold_case, |t| emit(hash(t)));
     }
     let mut window = Window::<u64, MAX_SHINGLE>::new(w);
-    for_each_token(text, fold_case, |t| {
-        window.push(hash_bytes(t));
+    for_each_token_window(text, fold_case, |t| {
+        window.push(hash(t));
         if window.is_full() {
             emit(hash_sequence(window.iter()));
         }
@@ -86,30 +87,31 @@ fn word_shingles(text: &[u8], w: usize, fold_case: bool, mut emit: impl FnMut(u6
     }
 }
 
+/// The n-grams are hashed straight from a copy of the tail of the canonical form, with the
+/// offsets where its last `n` characters start: no per-window re-encoding.
 fn char_ngrams(text: &[u8], n: usize, fold_case: bool, mut emit: impl FnMut(u64)) {
-    let mut window = Window::<char, MAX_NGRAM>::new(n);
-    let mut bytes = Vec::with_capacity(4 * n);
-    let mut emit_window = |window: &Window<char, MAX_NGRAM>| {
-        bytes.clear();
-        for c in window.iter() {
-            bytes.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
-        }
-        emit(hash_bytes(&bytes));
-    };
-    let mut first = true;
+    // Keeps memory bounded: past this, the bytes before the current window are dropped.
+    const TAIL_CAP: usize = 1024;
+    let mut tail = Vec::with_capacity(TAIL_CAP);
+    let mut starts = Window::<usize, MAX_NGRAM>::new(n);
     for_each_token(text, fold_case, |t| {
         let token = std::str::from_utf8(t).expect("tokens are UTF-8");
-        let space = (!first).then_some(' ');
-        first = false;
+        let space = (!tail.is_empty()).then_some(' ');
         for c in space.into_iter().chain(token.chars()) {
-            window.push(c);
-            if window.is_full() {
-                emit_window(&window);
+            if tail.len() + 4 > TAIL_CAP {
+                let keep_from = starts.oldest();
+                tail.drain(..keep_from);
+                starts.for_each_mut(|start| *start -= keep_from);
+            }
+            starts.push(tail.len());
+            tail.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+            if starts.is_full() {
+                emit(hash_bytes(&tail[starts.oldest()..]));
             }
         }
     });
-    if window.is_short() {
-        emit_window(&window);
+    if starts.is_short() {
+        emit(hash_bytes(&tail));
     }
 }
 
@@ -142,6 +144,15 @@ impl<T: Copy + Default, const CAP: usize> Window<T, CAP> {
             self.next = 0;
         }
         self.pushed += 1;
+    }
+
+    /// The oldest item of the window (the first one pushed while it is not full).
+    fn oldest(&self) -> T {
+        self.items[if self.is_full() { self.next } else { 0 }]
+    }
+
+    fn for_each_mut(&mut self, f: impl FnMut(&mut T)) {
+        self.items[..self.len].iter_mut().for_each(f);
     }
 
     fn is_full(&self) -> bool {
@@ -199,6 +210,22 @@ mod tests {
         assert_eq!(features("Ab, cd", 0, 3), vec![h("ab "), h("b c"), h(" cd")]);
         assert_eq!(features("Éx", 0, 3), vec![h("éx")]);
         assert!(features("", 0, 3).is_empty());
+    }
+
+    #[test]
+    fn char_ngrams_of_long_texts() {
+        // Longer than the tail buffer several times over, with multi-byte characters.
+        let text = "Ünïcödé wörds, and plain ones; 日本語 too. ".repeat(100);
+        let canonical: Vec<char> = crate::tokenizer::canonical(text.as_bytes(), true)
+            .chars()
+            .collect();
+        for n in [1, 4, 32] {
+            let expected: Vec<u64> = canonical
+                .windows(n)
+                .map(|w| hash_bytes(w.iter().collect::<String>().as_bytes()))
+                .collect();
+            assert_eq!(features(&text, 0, n as i32), expected, "n = {n}");
+        }
     }
 
     #[test]

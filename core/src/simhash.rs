@@ -4,82 +4,109 @@
 //! ± its weight). Bit i of the fingerprint is 1 when the sum for bit i is positive. A text
 //! without features therefore has fingerprint 0 (`0000000000000000`).
 //!
-//! The unweighted count runs bit-sliced: each of 8 lanes holds eight 8-bit counters (one
-//! per bit of a hash byte), incremented by a table lookup per byte and spilled into wide
-//! counters every 255 features, so a feature costs 8 lookups and 8 additions, not 64.
+//! The unweighted count runs bit-sliced across the 64 bit positions: `planes[j]` holds bit j
+//! of all 64 counters, so adding a feature is a handful of word-wide logic operations, not 64
+//! additions. Features are added 16 at a time with a Harley–Seal carry-save adder tree
+//! (about 5 operations per feature); the final comparison with half the feature count is a
+//! bit-sliced comparison too.
 
 use crate::features::{for_each_feature, FeatureOptions};
 
-/// Spreads the 8 bits of a byte into the low bit of 8 bytes.
-static SPREAD: [u64; 256] = {
-    let mut table = [0u64; 256];
-    let mut byte = 0;
-    while byte < 256 {
-        let mut bit = 0;
-        while bit < 8 {
-            if byte & (1 << bit) != 0 {
-                table[byte] |= 1 << (8 * bit);
-            }
-            bit += 1;
-        }
-        byte += 1;
-    }
-    table
-};
-
-/// Features are buffered and counted a batch at a time, so the lane counters of the batch
-/// loop stay in registers; a batch of 255 cannot overflow an 8-bit lane counter.
-const BATCH: usize = 255;
+/// Features are folded in groups of this size by one carry-save adder tree.
+const GROUP: usize = 16;
 
 pub struct SimhashCounter {
-    batch: [u64; BATCH],
-    in_batch: usize,
-    ones: [u64; 64],
+    group: [u64; GROUP],
+    in_group: usize,
+    /// Bit-sliced counters: bit i of `planes[j]` is bit j of the number of features folded
+    /// in so far that have bit i set.
+    planes: [u64; 64],
+    /// Groups folded in so far (the count's planes above the lowest four hold at most this).
+    groups: u64,
     features: u64,
 }
 
 impl Default for SimhashCounter {
     fn default() -> Self {
         SimhashCounter {
-            batch: [0; BATCH],
-            in_batch: 0,
-            ones: [0; 64],
+            group: [0; GROUP],
+            in_group: 0,
+            planes: [0; 64],
+            groups: 0,
             features: 0,
         }
     }
 }
 
+/// Carry-save adder: adds three bit-sliced one-bit numbers, giving (carry, sum) slices.
+#[inline(always)]
+fn csa(a: u64, b: u64, c: u64) -> (u64, u64) {
+    let u = a ^ b;
+    ((a & b) | (u & c), u ^ c)
+}
+
 impl SimhashCounter {
     #[inline]
     pub fn add(&mut self, feature: u64) {
-        self.batch[self.in_batch] = feature;
-        self.in_batch += 1;
-        if self.in_batch == BATCH {
-            self.count_batch();
+        self.group[self.in_group] = feature;
+        self.in_group += 1;
+        if self.in_group == GROUP {
+            self.fold_group();
         }
     }
 
-    fn count_batch(&mut self) {
-        let mut lanes = [0u64; 8];
-        for &feature in &self.batch[..self.in_batch] {
-            for (k, lane) in lanes.iter_mut().enumerate() {
-                *lane += SPREAD[((feature >> (8 * k)) & 0xff) as usize];
+    /// Adds the 16 features of the group (Harley–Seal): the lowest four planes absorb them
+    /// through a tree of carry-save adders, and what overflows them (one sixteen per bit at
+    /// most) is added to the planes above with a ripple carry.
+    fn fold_group(&mut self) {
+        let d = &self.group;
+        let [mut ones, mut twos, mut fours, mut eights] = [0, 1, 2, 3].map(|j| self.planes[j]);
+        let mut eights_out = [0u64; 2];
+        for (half, eights_half) in d.chunks_exact(8).zip(eights_out.iter_mut()) {
+            let mut fours_out = [0u64; 2];
+            for (quarter, fours_quarter) in half.chunks_exact(4).zip(fours_out.iter_mut()) {
+                let (twos_a, o) = csa(ones, quarter[0], quarter[1]);
+                let (twos_b, o) = csa(o, quarter[2], quarter[3]);
+                ones = o;
+                let (f, t) = csa(twos, twos_a, twos_b);
+                twos = t;
+                *fours_quarter = f;
             }
+            let (e, f) = csa(fours, fours_out[0], fours_out[1]);
+            fours = f;
+            *eights_half = e;
         }
-        for (k, lane) in lanes.iter().enumerate() {
-            for j in 0..8 {
-                self.ones[8 * k + j] += (lane >> (8 * j)) & 0xff;
-            }
+        let (mut carry, e) = csa(eights, eights_out[0], eights_out[1]);
+        eights = e;
+        self.planes[..4].copy_from_slice(&[ones, twos, fours, eights]);
+        self.groups += 1;
+        // The planes above the lowest four count sixteens, at most `groups` of them.
+        let used = 64 - self.groups.leading_zeros() as usize;
+        for plane in &mut self.planes[4..4 + used] {
+            (*plane, carry) = (*plane ^ carry, *plane & carry);
         }
-        self.features += self.in_batch as u64;
-        self.in_batch = 0;
+        self.features += self.in_group as u64;
+        self.in_group = 0;
     }
 
     pub fn finish(mut self) -> u64 {
-        self.count_batch();
-        (0..64)
-            .filter(|&i| 2 * self.ones[i] > self.features)
-            .fold(0, |fp, i| fp | 1 << i)
+        let features = self.features + self.in_group as u64;
+        if self.in_group > 0 {
+            // Zero features vote for no bit: padding the last group changes no counter.
+            self.group[self.in_group..].fill(0);
+            self.fold_group();
+        }
+        // Bit i is set when its counter exceeds half the features, ⌊features / 2⌋:
+        // compare all 64 counters with that bound at once, from the top plane down.
+        let bound = features / 2;
+        let used = 4 + (64 - self.groups.leading_zeros() as usize);
+        let (mut greater, mut equal) = (0u64, u64::MAX);
+        for j in (0..used.min(64)).rev() {
+            let bound_bit = if bound >> j & 1 == 1 { u64::MAX } else { 0 };
+            greater |= equal & self.planes[j] & !bound_bit;
+            equal &= !(self.planes[j] ^ bound_bit);
+        }
+        greater
     }
 }
 

@@ -7,9 +7,10 @@
 //! boundary (so URLs break at `/` and `.`, and dashes and quotes act as spaces).
 //! See [`crate::chars`] for what a token is made of.
 //!
-//! The scan never looks back, keeps no per-token allocation (one reused buffer; runs of
-//! lowercase ASCII are handed out straight from the input), and takes invalid UTF-8 as a
-//! separator, so any byte string is accepted in time and memory linear in its length.
+//! The scan never looks back, keeps no per-token allocation (one reused buffer; plain ASCII
+//! tokens are handed out from the input or from a 64-byte block classified and lower-cased
+//! at once), and takes invalid UTF-8 as a separator, so any byte string is accepted in time
+//! and memory linear in its length.
 
 use crate::chars::{classify, CharClass};
 use crate::entities;
@@ -80,47 +81,217 @@ fn ascii_word_end(text: &[u8], mut i: usize) -> (usize, bool) {
 
 /// Calls `emit` with each token of `text`, in order, as UTF-8 bytes.
 pub fn for_each_token(text: &[u8], fold_case: bool, mut emit: impl FnMut(&[u8])) {
-    let mut token = TokenBuffer::default();
-    let mut markup = Markup::default();
+    for_each_token_window(text, fold_case, |t| emit(t.bytes()))
+}
+
+/// A token: its UTF-8 bytes are `window[..len]`. Past them, the window holds whatever
+/// followed the token where it was found; for short tokens of plain text that is at least
+/// 16 bytes, so [`crate::hash::hash_prefix`] can load them as two words.
+#[derive(Clone, Copy)]
+pub struct Token<'a> {
+    pub window: &'a [u8],
+    pub len: usize,
+}
+
+impl<'a> Token<'a> {
+    #[inline]
+    pub fn bytes(self) -> &'a [u8] {
+        &self.window[..self.len]
+    }
+
+    fn whole(bytes: &'a [u8]) -> Self {
+        Token {
+            window: bytes,
+            len: bytes.len(),
+        }
+    }
+}
+
+/// [`for_each_token`], with each token in a [`Token`] window.
+///
+/// Plain ASCII text goes through [`scan_ascii_blocks`], 64 bytes at a time; the byte-class
+/// scanner takes over around anything else (non-ASCII, markup, references, very long
+/// words) and hands back once no token is pending, so the two never split a token.
+pub fn for_each_token_window(text: &[u8], fold_case: bool, mut emit: impl FnMut(Token)) {
+    let mut scanner = Scanner::new(fold_case);
     let mut i = 0;
-    while let Some(&b) = text.get(i) {
+    while i < text.len() {
+        let handover = scan_ascii_blocks(text, i, fold_case, &mut emit);
+        // Give the byte scanner a whole block's worth past the hand-over point, so text
+        // that is mostly non-ASCII does not pay for classifying a block per character.
+        let resume_from = handover + BLOCK;
+        i = handover;
+        while i < text.len() && (i < resume_from || scanner.pending()) {
+            i = scanner.step(text, i, &mut emit);
+        }
+    }
+    scanner.token.flush(&mut emit);
+}
+
+const BLOCK: usize = 64;
+
+/// A 64-byte window of the text, classified in one go (the loops below compile to
+/// vector compares), with one bit per byte in each mask.
+struct Block {
+    /// The bytes, with ASCII upper case folded if asked; zeros (separators) past the end
+    /// of the text, and 16 more so that every token has a window of 16 bytes.
+    bytes: [u8; BLOCK + 16],
+    /// ASCII letters and digits.
+    word: u64,
+    /// Bytes only the byte scanner handles: non-ASCII, `<` and `&`.
+    special: u64,
+}
+
+impl Block {
+    #[inline]
+    fn new(text: &[u8], fold_case: bool) -> Self {
+        let mut bytes = [0u8; BLOCK + 16];
+        match text.first_chunk::<BLOCK>() {
+            Some(full) => bytes[..BLOCK].copy_from_slice(full),
+            None => bytes[..text.len()].copy_from_slice(text),
+        }
+        const WORD_FLAG: u8 = 0x80;
+        const SPECIAL_FLAG: u8 = 0x40;
+        let case_bit = if fold_case { 0x20 } else { 0 };
+        let mut flags = [0u8; BLOCK];
+        // Non-short-circuit `|` and selects keep the loop free of branches: it vectorizes.
+        for (f, b) in flags.iter_mut().zip(&mut bytes[..BLOCK]) {
+            let upper = b.wrapping_sub(b'A') < 26;
+            let word = upper | (b.wrapping_sub(b'a') < 26) | (b.wrapping_sub(b'0') < 10);
+            let special = (*b >= 0x80) | (*b == b'<') | (*b == b'&');
+            *f = if word { WORD_FLAG } else { 0 } | if special { SPECIAL_FLAG } else { 0 };
+            *b |= if upper { case_bit } else { 0 };
+        }
+        let any_special = flags.iter().fold(0, |acc, f| acc | f) & SPECIAL_FLAG != 0;
+        let mut word = 0;
+        let mut special = 0;
+        for (k, eight) in flags.chunks_exact(8).enumerate() {
+            let x = u64::from_le_bytes(eight.try_into().expect("8 bytes"));
+            word |= high_bits(x) << (8 * k);
+            if any_special {
+                special |= high_bits(x << 1) << (8 * k);
+            }
+        }
+        Block {
+            bytes,
+            word,
+            special,
+        }
+    }
+}
+
+/// The high bits of the 8 bytes of `x` as an 8-bit mask (byte k gives bit k). The multiply
+/// moves the flag of byte k to bit 56 + k; no two partial products overlap, so no carries.
+#[inline]
+fn high_bits(x: u64) -> u64 {
+    ((x & 0x8080_8080_8080_8080).wrapping_mul(0x0002_0408_1020_4081)) >> 56
+}
+
+/// Emits the tokens of the text from `at`, where no token is pending, one block at a time
+/// while it is plain ASCII; returns where the byte scanner must take over (at a token
+/// start or a special byte), or the end of the text. A block's tokens are its runs of word
+/// bits, found with `trailing_zeros` rather than a branch per byte; a run that reaches the
+/// end of the block starts the next block, and one that reaches a special byte is left to
+/// the byte scanner, as the special byte may continue it.
+fn scan_ascii_blocks(
+    text: &[u8],
+    mut at: usize,
+    fold_case: bool,
+    emit: &mut impl FnMut(Token),
+) -> usize {
+    while at < text.len() {
+        let block = Block::new(&text[at..], fold_case);
+        let limit = block.special.trailing_zeros() as usize; // BLOCK when none
+        let mut word = block.word;
+        loop {
+            let start = word.trailing_zeros() as usize;
+            if start >= limit {
+                if limit < BLOCK {
+                    return at + limit;
+                }
+                at += BLOCK;
+                break;
+            }
+            let end = start + (!(word >> start)).trailing_zeros() as usize;
+            if end >= limit {
+                if limit < BLOCK || start == 0 {
+                    // Followed by a special byte, or a word as long as a block.
+                    return at + start;
+                }
+                at += start;
+                break;
+            }
+            emit(Token {
+                window: &block.bytes[start..],
+                len: end - start,
+            });
+            word &= u64::MAX << end;
+        }
+    }
+    text.len()
+}
+
+/// The byte-class scanner: any text, one ASCII run, character, tag or reference per step.
+struct Scanner {
+    token: TokenBuffer,
+    markup: Markup,
+    fold_case: bool,
+}
+
+impl Scanner {
+    fn new(fold_case: bool) -> Self {
+        Scanner {
+            token: TokenBuffer::default(),
+            markup: Markup::default(),
+            fold_case,
+        }
+    }
+
+    /// A token is being built: the next letter may continue it.
+    fn pending(&self) -> bool {
+        !self.token.bytes.is_empty()
+    }
+
+    /// Scans the item at `text[i]` and returns the index just past it.
+    fn step(&mut self, text: &[u8], i: usize, emit: &mut impl FnMut(Token)) -> usize {
+        let fold_case = self.fold_case;
+        let token = &mut self.token;
+        let b = text[i];
         match BYTE_CLASS[b as usize] {
             SEPARATOR => {
-                token.flush(&mut emit);
-                i += 1;
+                token.flush(emit);
+                i + 1
             }
             LOWER_OR_DIGIT | UPPER => {
-                let start = i;
-                let has_upper;
-                (i, has_upper) = ascii_word_end(text, i);
+                let (end, has_upper) = ascii_word_end(text, i);
                 let lowercase = fold_case && has_upper;
                 let complete = text
-                    .get(i)
+                    .get(end)
                     .is_none_or(|&c| BYTE_CLASS[c as usize] == SEPARATOR);
-                token.push_ascii_run(&text[start..i], lowercase, complete, &mut emit);
+                token.push_ascii_run(&text[i..], end - i, lowercase, complete, emit);
+                end
             }
             MARKUP => {
-                token.flush(&mut emit);
-                i += markup.len_at(text, i).unwrap_or(1);
+                token.flush(emit);
+                i + self.markup.len_at(text, i).unwrap_or(1)
             }
             REFERENCE => match entities::decode(&text[i..]) {
                 Some((c, len)) => {
-                    token.push_char(c, fold_case, &mut emit);
-                    i += len;
+                    token.push_char(c, fold_case, emit);
+                    i + len
                 }
                 None => {
-                    token.flush(&mut emit);
-                    i += 1;
+                    token.flush(emit);
+                    i + 1
                 }
             },
             _ => {
                 let (c, len) = decode_utf8(&text[i..]);
-                token.push_char(c, fold_case, &mut emit);
-                i += len;
+                token.push_char(c, fold_case, emit);
+                i + len
             }
         }
     }
-    token.flush(&mut emit);
 }
 
 /// The tokens of `text` as strings.
@@ -153,30 +324,32 @@ struct TokenBuffer {
 }
 
 impl TokenBuffer {
-    fn flush(&mut self, emit: &mut impl FnMut(&[u8])) {
+    fn flush(&mut self, emit: &mut impl FnMut(Token)) {
         if !self.bytes.is_empty() {
-            emit(&self.bytes);
+            emit(Token::whole(&self.bytes));
             self.bytes.clear();
         }
         self.segmenting = false;
     }
 
+    /// Adds the run `rest[..len]` of ASCII letters and digits.
     fn push_ascii_run(
         &mut self,
-        run: &[u8],
+        rest: &[u8],
+        len: usize,
         lowercase: bool,
         complete: bool,
-        emit: &mut impl FnMut(&[u8]),
+        emit: &mut impl FnMut(Token),
     ) {
         if self.segmenting {
             self.flush(emit);
         }
         if self.bytes.is_empty() && complete && !lowercase {
-            emit(run);
+            emit(Token { window: rest, len });
             return;
         }
         let at = self.bytes.len();
-        self.bytes.extend_from_slice(run);
+        self.bytes.extend_from_slice(&rest[..len]);
         if lowercase {
             self.bytes[at..].make_ascii_lowercase();
         }
@@ -185,7 +358,7 @@ impl TokenBuffer {
         }
     }
 
-    fn push_char(&mut self, c: char, fold_case: bool, emit: &mut impl FnMut(&[u8])) {
+    fn push_char(&mut self, c: char, fold_case: bool, emit: &mut impl FnMut(Token)) {
         match classify(c) {
             CharClass::Separator => return self.flush(emit),
             CharClass::Mark if self.bytes.is_empty() => return,
@@ -320,7 +493,7 @@ fn tag_name(s: &[u8]) -> Option<&[u8]> {
 }
 
 /// Element names of HTML 4 and HTML5 (plus a few legacy ones still found on the web).
-const HTML_ELEMENTS: [&str; 126] = [
+pub const HTML_ELEMENTS: [&str; 126] = [
     "a",
     "abbr",
     "acronym",
