@@ -16,10 +16,10 @@ fn quote_ident(name: &str) -> String {
     stable,
     parallel_safe,
     sql = "
-CREATE FUNCTION hamming_pairs(tbl regclass, key_column name, signature_column name, max_distance integer)
+CREATE FUNCTION hamming_pairs(tbl regclass, key_column text, signature_column text, max_distance integer)
     RETURNS TABLE (a bigint, b bigint, distance integer)
     STRICT STABLE PARALLEL SAFE LANGUAGE c AS 'MODULE_PATHNAME', '@FUNCTION_NAME@';
-COMMENT ON FUNCTION hamming_pairs(regclass, name, name, integer) IS
+COMMENT ON FUNCTION hamming_pairs(regclass, text, text, integer) IS
     'all pairs of rows whose signatures (simhash64 or bigint) are within max_distance bits, each once, a < b';
 "
 )]

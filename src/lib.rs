@@ -10,6 +10,7 @@ use pgrx::prelude::*;
 mod am;
 mod batch;
 mod errors;
+mod hamming_query;
 mod simhash64;
 mod text_functions;
 
@@ -18,6 +19,7 @@ mod text_functions;
 #[pgrx::pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     am::options::init();
+    hamming_query::init();
 }
 
 #[cfg(test)]
@@ -26,7 +28,7 @@ pub mod pg_test {
 
     #[must_use]
     pub fn postgresql_conf_options() -> Vec<&'static str> {
-        vec![]
+        vec!["shared_preload_libraries = 'neardup'"]
     }
 }
 
@@ -35,5 +37,8 @@ pub mod pg_test {
 #[cfg(any(test, feature = "pg_test"))]
 #[pg_schema]
 mod tests {
+    use pgrx::prelude::*;
     include!("sql_tests.rs");
+    include!("am/sql_tests.rs");
+    include!("hamming_query/tests.rs");
 }

@@ -53,10 +53,10 @@ pub unsafe extern "C-unwind" fn amcostestimate(
                         + (run / page::ENTRIES_PER_PAGE as f64).ceil();
                     candidates += run;
                 }
-                let total_pages = (*info).pages as f64;
+                let total_pages = info.pages as f64;
                 let fetched = pg_sys::index_pages_fetched(
                     pages_read * loop_count,
-                    (*info).pages,
+                    info.pages,
                     total_pages,
                     root,
                 ) / loop_count.max(1.0);
@@ -118,7 +118,11 @@ unsafe fn constant_radius(expr: *mut pg_sys::Expr) -> Option<i64> {
                 if c.constisnull {
                     return None;
                 }
-                Some((*(c.constvalue.cast_mut_ptr::<super::tmp_ball::HammingBall>())).radius as i64)
+                Some(
+                    (*(c.constvalue
+                        .cast_mut_ptr::<crate::hamming_query::HammingBall>()))
+                    .radius as i64,
+                )
             }
             pg_sys::NodeTag::T_FuncExpr => {
                 let fargs =

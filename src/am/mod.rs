@@ -11,7 +11,6 @@ mod meta;
 pub mod options;
 mod page;
 mod scan;
-mod tmp_ball;
 mod vacuum;
 
 use pgrx::prelude::*;
@@ -23,7 +22,7 @@ CREATE FUNCTION hamming_amhandler(internal) RETURNS index_am_handler
 CREATE ACCESS METHOD hamming TYPE INDEX HANDLER hamming_amhandler;
 COMMENT ON ACCESS METHOD hamming IS 'exact Hamming-distance search on 64-bit fingerprints (permuted prefix tables)';
 ")]
-fn hamming_amhandler(_fcinfo: Internal) -> Internal {
+fn hamming_amhandler(_fcinfo: pg_sys::FunctionCallInfo) -> Internal {
     // SAFETY: a palloc'd, zeroed node of the right tag, filled below.
     unsafe {
         let am = pg_sys::palloc0(std::mem::size_of::<pg_sys::IndexAmRoutine>())
@@ -66,6 +65,12 @@ fn hamming_amhandler(_fcinfo: Internal) -> Internal {
         Internal::from(Some(pg_sys::Datum::from(am)))
     }
 }
+
+pgrx::extension_sql_file!(
+    "../../sql/hamming_am.sql",
+    name = "hamming_am_opclasses",
+    requires = [hamming_amhandler, "hamming_query_operators"]
+);
 
 /// Operator classes are ours alone (sql/hamming_am.sql) and need no support functions.
 #[pg_guard]

@@ -11,7 +11,7 @@
 use super::build::item_pointer;
 use super::meta;
 use super::page::{self, Kind, Locked};
-use super::tmp_ball::HammingBall;
+use crate::hamming_query::HammingBall;
 use neardup_core::index_page::{entries, lower_bound, Meta, Tid, NO_BLOCK};
 use neardup_core::permuted::{Layout, Permutation};
 use neardup_core::simhash::hamming;
@@ -51,6 +51,13 @@ pub unsafe extern "C-unwind" fn ambeginscan(
     // dropped when that context goes.
     unsafe {
         let scan = pg_sys::RelationGetIndexScan(index, nkeys, norderbys);
+        // The AM owns the arrays the executor reads ORDER BY distances from.
+        if norderbys > 0 {
+            let n = norderbys as usize;
+            (*scan).xs_orderbyvals =
+                pg_sys::palloc0(n * std::mem::size_of::<pg_sys::Datum>()) as *mut pg_sys::Datum;
+            (*scan).xs_orderbynulls = pg_sys::palloc0(n * std::mem::size_of::<bool>()) as *mut bool;
+        }
         let state =
             PgMemoryContexts::CurrentMemoryContext.leak_and_drop_on_delete(ScanState::default());
         (*scan).opaque = state as *mut std::ffi::c_void;
@@ -86,7 +93,7 @@ pub unsafe extern "C-unwind" fn amrescan(
 unsafe fn query_of(scan: &pg_sys::IndexScanDescData) -> Query {
     let mut query = Query::default();
     unsafe {
-        let keys = std::slice::from_raw_parts(scan.keyData, scan.numberOfKeys.max(0) as usize);
+        let keys = slice_or_empty(scan.keyData, scan.numberOfKeys);
         for key in keys {
             if key.sk_flags & pg_sys::SK_ISNULL as i32 != 0 {
                 query.nothing = true;
@@ -99,8 +106,7 @@ unsafe fn query_of(scan: &pg_sys::IndexScanDescData) -> Query {
                 }
             }
         }
-        let orderbys =
-            std::slice::from_raw_parts(scan.orderByData, scan.numberOfOrderBys.max(0) as usize);
+        let orderbys = slice_or_empty(scan.orderByData, scan.numberOfOrderBys);
         if let Some(key) = orderbys.first() {
             // A NULL ORDER BY argument orders nothing: every row, distances NULL.
             if key.sk_flags & pg_sys::SK_ISNULL as i32 == 0 {
@@ -109,6 +115,15 @@ unsafe fn query_of(scan: &pg_sys::IndexScanDescData) -> Query {
         }
     }
     query
+}
+
+/// The scan keys as a slice (PostgreSQL leaves the pointer NULL when there are none).
+unsafe fn slice_or_empty<'a>(keys: pg_sys::ScanKey, n: i32) -> &'a [pg_sys::ScanKeyData] {
+    if keys.is_null() || n <= 0 {
+        &[]
+    } else {
+        unsafe { std::slice::from_raw_parts(keys, n as usize) }
+    }
 }
 
 #[pg_guard]

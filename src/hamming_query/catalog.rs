@@ -1,0 +1,239 @@
+//! OIDs of this extension's own objects in the current database.
+//!
+//! The planner hook runs for every query of every database the library is loaded in, so the
+//! answer (including "not installed here") is cached per backend and forgotten whenever
+//! `pg_proc` or `pg_operator` changes, which CREATE, DROP and ALTER EXTENSION all do.
+//! Lookups go through the system caches by schema OID, never by name resolution: no
+//! `search_path` dependence and no permission check that could make an unrelated query fail.
+
+use pgrx::pg_sys::{self, Oid};
+use std::cell::Cell;
+
+const EXTENSION_NAME: &std::ffi::CStr = c"neardup";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Simhash64,
+    Int8,
+}
+
+/// The objects for one fingerprint type (`simhash64` or `bigint`).
+#[derive(Clone, Copy)]
+pub struct Objects {
+    /// `hamming(t, t)`, also the function of the `<~>` operator.
+    pub hamming: Oid,
+    /// `hamming_within(t, t, integer)`.
+    pub within: Oid,
+    /// The constructor `hamming_ball(t, integer)`.
+    pub ball: Oid,
+    /// The operator `t <@ hamming_ball`.
+    pub within_ball: Oid,
+}
+
+#[derive(Clone, Copy)]
+pub struct Catalog {
+    pub ball_type: Oid,
+    pub simhash64: Objects,
+    pub int8: Objects,
+}
+
+impl Catalog {
+    pub fn objects(&self, kind: Kind) -> &Objects {
+        match kind {
+            Kind::Simhash64 => &self.simhash64,
+            Kind::Int8 => &self.int8,
+        }
+    }
+
+    fn kind_where(&self, matches: impl Fn(&Objects) -> bool) -> Option<Kind> {
+        [Kind::Simhash64, Kind::Int8]
+            .into_iter()
+            .find(|&kind| matches(self.objects(kind)))
+    }
+
+    /// Which `hamming` overload `func` is, if any.
+    pub fn hamming_kind(&self, func: Oid) -> Option<Kind> {
+        self.kind_where(|o| o.hamming == func)
+    }
+
+    /// Which `hamming_within` overload `func` is, if any.
+    pub fn within_kind(&self, func: Oid) -> Option<Kind> {
+        self.kind_where(|o| o.within == func)
+    }
+
+    /// Which `hamming_ball` constructor `func` is, if any.
+    pub fn ball_kind(&self, func: Oid) -> Option<Kind> {
+        self.kind_where(|o| o.ball == func)
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Cached {
+    Unknown,
+    NotInstalled,
+    Installed(Catalog),
+}
+
+thread_local! {
+    // A backend is single-threaded; this is simply its private cache.
+    static CACHE: Cell<Cached> = const { Cell::new(Cached::Unknown) };
+}
+
+/// This extension's objects, or `None` when it is not installed in the current database (or is
+/// half-created: CREATE EXTENSION's own script can be planned mid-way; that is not cached).
+/// Must run inside a transaction (the planner and planner support functions always do).
+pub fn lookup() -> Option<Catalog> {
+    match CACHE.get() {
+        Cached::Installed(catalog) => Some(catalog),
+        Cached::NotInstalled => None,
+        Cached::Unknown => {
+            // SAFETY: catalog reads within the caller's transaction; see search().
+            let found = unsafe { search() };
+            if let Some(state) = found {
+                CACHE.set(state);
+            }
+            match found {
+                Some(Cached::Installed(catalog)) => Some(catalog),
+                _ => None,
+            }
+        }
+    }
+}
+
+/// `Some(state)` when the answer may be cached, `None` when the extension is only partly there.
+unsafe fn search() -> Option<Cached> {
+    // SAFETY (whole function): plain catalog reads through PostgreSQL's own lookup functions,
+    // which raise an ERROR rather than misbehave; every pointer passed is valid for the call.
+    unsafe {
+        let extension = pg_sys::get_extension_oid(EXTENSION_NAME.as_ptr(), true);
+        if extension == pg_sys::InvalidOid {
+            return Some(Cached::NotInstalled);
+        }
+        let schema = extension_schema(extension)?;
+        let simhash64 = type_oid(c"simhash64", schema)?;
+        let ball_type = type_oid(c"hamming_ball", schema)?;
+        let objects = |t: Oid| -> Option<Objects> {
+            Some(Objects {
+                hamming: function_oid(c"hamming", &[t, t], schema)?,
+                within: function_oid(c"hamming_within", &[t, t, pg_sys::INT4OID], schema)?,
+                ball: function_oid(c"hamming_ball", &[t, pg_sys::INT4OID], schema)?,
+                within_ball: operator_oid(c"<@", t, ball_type, schema)?,
+            })
+        };
+        Some(Cached::Installed(Catalog {
+            ball_type,
+            simhash64: objects(simhash64)?,
+            int8: objects(pg_sys::INT8OID)?,
+        }))
+    }
+}
+
+fn valid(oid: Oid) -> Option<Oid> {
+    (oid != pg_sys::InvalidOid).then_some(oid)
+}
+
+/// `pg_extension.extnamespace` (PostgreSQL 15 does not export `get_extension_schema`).
+unsafe fn extension_schema(extension: Oid) -> Option<Oid> {
+    // SAFETY: the scan pattern of extension.c's get_extension_schema: the relation is opened
+    // and closed here, the scan key lives across the scan, and the tuple is read while the
+    // scan still pins it.
+    unsafe {
+        let relation = pg_sys::table_open(
+            pg_sys::ExtensionRelationId,
+            pg_sys::AccessShareLock as pg_sys::LOCKMODE,
+        );
+        let mut key = pg_sys::ScanKeyData::default();
+        pg_sys::ScanKeyInit(
+            &mut key,
+            pg_sys::Anum_pg_extension_oid as pg_sys::AttrNumber,
+            pg_sys::BTEqualStrategyNumber as pg_sys::StrategyNumber,
+            pg_sys::Oid::from(pg_sys::F_OIDEQ),
+            pg_sys::Datum::from(extension),
+        );
+        let scan = pg_sys::systable_beginscan(
+            relation,
+            pg_sys::Oid::from(pg_sys::ExtensionOidIndexId),
+            true,
+            std::ptr::null_mut(),
+            1,
+            &mut key,
+        );
+        let tuple = pg_sys::systable_getnext(scan);
+        let schema = if tuple.is_null() {
+            pg_sys::InvalidOid
+        } else {
+            (*pg_sys::GETSTRUCT(tuple).cast::<pg_sys::FormData_pg_extension>()).extnamespace
+        };
+        pg_sys::systable_endscan(scan);
+        pg_sys::table_close(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        valid(schema)
+    }
+}
+
+unsafe fn type_oid(name: &std::ffi::CStr, schema: Oid) -> Option<Oid> {
+    // SAFETY: TYPENAMENSP is keyed by (name, namespace); a C string is how PostgreSQL itself
+    // passes a `name` key.
+    valid(unsafe {
+        pg_sys::GetSysCacheOid(
+            pg_sys::SysCacheIdentifier::TYPENAMENSP as i32,
+            pg_sys::Anum_pg_type_oid as pg_sys::AttrNumber,
+            pg_sys::Datum::from(name.as_ptr()),
+            pg_sys::Datum::from(schema),
+            pg_sys::Datum::from(0),
+            pg_sys::Datum::from(0),
+        )
+    })
+}
+
+unsafe fn function_oid(name: &std::ffi::CStr, args: &[Oid], schema: Oid) -> Option<Oid> {
+    // SAFETY: PROCNAMEARGSNSP is keyed by (name, oidvector of argument types, namespace);
+    // buildoidvector copies the argument types into a palloc'd vector.
+    valid(unsafe {
+        let arg_types = pg_sys::buildoidvector(args.as_ptr(), args.len() as i32);
+        pg_sys::GetSysCacheOid(
+            pg_sys::SysCacheIdentifier::PROCNAMEARGSNSP as i32,
+            pg_sys::Anum_pg_proc_oid as pg_sys::AttrNumber,
+            pg_sys::Datum::from(name.as_ptr()),
+            pg_sys::Datum::from(arg_types),
+            pg_sys::Datum::from(schema),
+            pg_sys::Datum::from(0),
+        )
+    })
+}
+
+unsafe fn operator_oid(name: &std::ffi::CStr, left: Oid, right: Oid, schema: Oid) -> Option<Oid> {
+    // SAFETY: OPERNAMENSP is keyed by (name, left type, right type, namespace).
+    valid(unsafe {
+        pg_sys::GetSysCacheOid(
+            pg_sys::SysCacheIdentifier::OPERNAMENSP as i32,
+            pg_sys::Anum_pg_operator_oid as pg_sys::AttrNumber,
+            pg_sys::Datum::from(name.as_ptr()),
+            pg_sys::Datum::from(left),
+            pg_sys::Datum::from(right),
+            pg_sys::Datum::from(schema),
+        )
+    })
+}
+
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn forget(_arg: pg_sys::Datum, _cache: std::ffi::c_int, _hash: u32) {
+    CACHE.set(Cached::Unknown);
+}
+
+/// Registers [`forget`] for changes to functions and operators. Safe in the postmaster (the
+/// registration is inherited by every backend) and in a backend; it touches no catalog.
+pub fn register_invalidation() {
+    for cache in [
+        pg_sys::SysCacheIdentifier::PROCOID,
+        pg_sys::SysCacheIdentifier::OPEROID,
+    ] {
+        // SAFETY: registering a callback is a plain append to a backend-local array.
+        unsafe {
+            pg_sys::CacheRegisterSyscacheCallback(
+                cache as i32,
+                Some(forget),
+                pg_sys::Datum::from(0),
+            );
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! Selectivity of "within k bits": `hamming_within(a, b, k)` (through its support function)
+//! and `a <@ hamming_ball(b, k)` (through the operator's RESTRICT and JOIN estimators).
+//!
+//! Two independent uniform fingerprints are within k bits with probability
+//! P[Bin(64, 1/2) <= k], about 2e-15 for k = 3. Real fingerprints are not independent:
+//! the same document stored twice has the same fingerprint, and near-duplicate search is run
+//! precisely because such clusters exist. So the estimate never goes below that of an
+//! equality, 1 / (number of distinct values), as `eqsel` and `eqjoinsel` would give without
+//! most-common-value statistics. A radius the planner cannot see (a parameter of a generic
+//! plan) is treated as small: the equality estimate.
+
+use super::catalog::{self, Catalog};
+use super::nodes::list_nodes;
+use pgrx::pg_sys::{self, Node};
+use pgrx::prelude::*;
+use pgrx::{is_a, Internal};
+
+/// P[Bin(64, 1/2) <= k].
+fn binomial_tail(k: i32) -> f64 {
+    if k < 0 {
+        return 0.0;
+    }
+    if k >= 64 {
+        return 1.0; // exactly, not the rounded sum
+    }
+    let mut term = 1.0_f64; // C(64, i)
+    let mut sum = 0.0;
+    for i in 0..=k {
+        sum += term;
+        term = term * f64::from(64 - i) / f64::from(i + 1);
+    }
+    // Rounding can push the sum a few ulps past 1 for k near 64.
+    (sum / 2.0_f64.powi(64)).min(1.0)
+}
+
+/// The radius `k` of a clause as the planner sees it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Radius {
+    Known(i32),
+    /// A NULL constant: the clause is never true.
+    Null,
+    /// Only known at execution time.
+    Unknown,
+}
+
+/// Selectivity of "within `radius` bits" when the fingerprints involved have `ndistinct`
+/// distinct values (the larger side's for a join).
+fn selectivity(radius: Radius, ndistinct: f64) -> f64 {
+    let equality = 1.0 / ndistinct.max(1.0);
+    let estimate = match radius {
+        Radius::Null => 0.0,
+        Radius::Known(k) if k < 0 => 0.0,
+        Radius::Known(k) if k >= 64 => 1.0,
+        Radius::Known(k) => binomial_tail(k).max(equality),
+        Radius::Unknown => equality,
+    };
+    estimate.clamp(0.0, 1.0)
+}
+
+/// `k` folded as far as the planner can (a bound parameter of a custom plan becomes a Const).
+pub unsafe fn radius_of(root: *mut pg_sys::PlannerInfo, k: *mut Node) -> Radius {
+    // SAFETY: `k` is a valid int4 expression of the clause; estimate_expression_value returns
+    // either a Const of the same type or another expression.
+    unsafe {
+        let k = pg_sys::estimate_expression_value(root, k);
+        if !is_a(k, pg_sys::NodeTag::T_Const) {
+            return Radius::Unknown;
+        }
+        let k = &*k.cast::<pg_sys::Const>();
+        if k.constisnull {
+            Radius::Null
+        } else {
+            Radius::Known(k.constvalue.value() as i32)
+        }
+    }
+}
+
+/// The largest number of distinct values among the expressions that involve table columns
+/// (the statistics' estimate, PostgreSQL's default of 200 without them).
+unsafe fn ndistinct(root: *mut pg_sys::PlannerInfo, exprs: &[*mut Node], var_relid: i32) -> f64 {
+    let mut most = 0.0_f64;
+    for &expr in exprs.iter().filter(|e| !e.is_null()) {
+        // SAFETY: examine_variable fills `data` for any expression; the statistics tuple it
+        // may hold is released with the function it names (selfuncs.h ReleaseVariableStats).
+        unsafe {
+            if !pg_sys::contain_var_clause(expr) {
+                continue;
+            }
+            let mut data = pg_sys::VariableStatData::default();
+            pg_sys::examine_variable(root, expr, var_relid, &mut data);
+            let mut is_default = false;
+            most = most.max(pg_sys::get_variable_numdistinct(&mut data, &mut is_default));
+            if let (false, Some(free)) = (data.statsTuple.is_null(), data.freefunc) {
+                free(data.statsTuple);
+            }
+        }
+    }
+    if most > 0.0 {
+        most
+    } else {
+        f64::from(pg_sys::DEFAULT_NUM_DISTINCT)
+    }
+}
+
+/// Selectivity of `hamming_within(a, b, k)`-like clauses: `fingerprints` are the two compared
+/// expressions (either may be a constant).
+pub unsafe fn clause_selectivity(
+    root: *mut pg_sys::PlannerInfo,
+    fingerprints: &[*mut Node],
+    radius: Radius,
+    var_relid: i32,
+) -> f64 {
+    // SAFETY: forwarded from the caller, who holds the planner's own expressions.
+    selectivity(radius, unsafe { ndistinct(root, fingerprints, var_relid) })
+}
+
+/// `<@` / `@>` clauses: the fingerprint side, and the ball's radius and center as far as the
+/// planner can see them (a constant ball, or a `hamming_ball(center, k)` call).
+unsafe fn ball_clause_selectivity(
+    root: *mut pg_sys::PlannerInfo,
+    args: *mut pg_sys::List,
+    var_relid: i32,
+) -> f64 {
+    let Some(catalog) = catalog::lookup() else {
+        return pg_sys::DEFAULT_EQ_SEL;
+    };
+    // SAFETY: the planner passes the operator's two argument expressions.
+    unsafe {
+        let args: Vec<*mut Node> = list_nodes(args).collect();
+        let [left, right] = args[..] else {
+            return pg_sys::DEFAULT_EQ_SEL;
+        };
+        let (value, ball) = if pg_sys::exprType(left) == catalog.ball_type {
+            (right, left)
+        } else {
+            (left, right)
+        };
+        let (radius, center) = ball_parts(root, ball, &catalog);
+        clause_selectivity(root, &[value, center], radius, var_relid)
+    }
+}
+
+/// Radius and center of a ball expression; the center is a NULL pointer when not visible
+/// (then it does not count for the number of distinct values).
+unsafe fn ball_parts(
+    root: *mut pg_sys::PlannerInfo,
+    ball: *mut Node,
+    catalog: &Catalog,
+) -> (Radius, *mut Node) {
+    // SAFETY: `ball` is a hamming_ball expression; a non-NULL hamming_ball Const points at
+    // a HammingBall, and the constructor calls take (center, radius).
+    unsafe {
+        let ball = pg_sys::estimate_expression_value(root, ball);
+        if is_a(ball, pg_sys::NodeTag::T_Const) {
+            let c = &*ball.cast::<pg_sys::Const>();
+            if c.constisnull {
+                return (Radius::Null, std::ptr::null_mut());
+            }
+            let value = c
+                .constvalue
+                .cast_mut_ptr::<super::HammingBall>()
+                .read_unaligned();
+            return (Radius::Known(value.radius), std::ptr::null_mut());
+        }
+        if is_a(ball, pg_sys::NodeTag::T_FuncExpr) {
+            let call = &*ball.cast::<pg_sys::FuncExpr>();
+            let args: Vec<*mut Node> = list_nodes(call.args).collect();
+            if let (Some(_), [center, k]) = (catalog.ball_kind(call.funcid), &args[..]) {
+                let (center, k) = (*center, *k);
+                return (radius_of(root, k), center);
+            }
+        }
+        (Radius::Unknown, std::ptr::null_mut())
+    }
+}
+
+/// RESTRICT estimator of `<@` and `@>`.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn hamming_ball_restrict(
+    root: Internal,
+    _operator: pg_sys::Oid,
+    args: Internal,
+    var_relid: i32,
+) -> f64 {
+    let (Some(root), Some(args)) = (root.unwrap(), args.unwrap()) else {
+        return pg_sys::DEFAULT_EQ_SEL;
+    };
+    // SAFETY: a restriction estimator is called with the PlannerInfo and the argument list.
+    unsafe { ball_clause_selectivity(root.cast_mut_ptr(), args.cast_mut_ptr(), var_relid) }
+}
+
+/// JOIN estimator of `<@` and `@>`.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn hamming_ball_join(
+    root: Internal,
+    _operator: pg_sys::Oid,
+    args: Internal,
+    _join_type: i16,
+    _sjinfo: Internal,
+) -> f64 {
+    let (Some(root), Some(args)) = (root.unwrap(), args.unwrap()) else {
+        return pg_sys::DEFAULT_EQ_SEL;
+    };
+    // SAFETY: a join estimator is called with the PlannerInfo and the argument list.
+    unsafe { ball_clause_selectivity(root.cast_mut_ptr(), args.cast_mut_ptr(), 0) }
+}
+
+#[cfg(test)]
+mod unit_tests {
+    use super::*;
+
+    #[test]
+    fn binomial_tail_matches_exact_counts() {
+        // C(64,0..=3) = 1 + 64 + 2016 + 41664.
+        assert_eq!(binomial_tail(3), 43745.0 / 2.0_f64.powi(64));
+        assert_eq!(binomial_tail(-1), 0.0);
+        assert_eq!(binomial_tail(64), 1.0);
+        // Symmetry about 32, and P[X = 32] = C(64, 32) / 2^64 = 0.0993.
+        assert!((binomial_tail(31) + binomial_tail(32) - 1.0).abs() < 1e-12);
+        assert!((binomial_tail(32) - binomial_tail(31) - 0.0993).abs() < 1e-4);
+        // Increasing (strictly until the remaining mass drops below f64's resolution near 1).
+        assert!((1..=64).all(|k| binomial_tail(k) >= binomial_tail(k - 1)));
+        assert!((1..=50).all(|k| binomial_tail(k) > binomial_tail(k - 1)));
+    }
+
+    #[test]
+    fn selectivity_has_an_equality_floor_and_stays_a_probability() {
+        assert_eq!(selectivity(Radius::Known(3), 10_000.0), 1e-4);
+        assert_eq!(selectivity(Radius::Unknown, 200.0), 0.005);
+        assert!(selectivity(Radius::Known(40), 10_000.0) > 0.9);
+        assert_eq!(selectivity(Radius::Known(64), 10.0), 1.0);
+        assert_eq!(selectivity(Radius::Known(i32::MAX), 10.0), 1.0);
+        assert_eq!(selectivity(Radius::Known(-1), 1.0), 0.0);
+        assert_eq!(selectivity(Radius::Known(i32::MIN), 1.0), 0.0);
+        assert_eq!(selectivity(Radius::Null, 1.0), 0.0);
+        assert_eq!(selectivity(Radius::Known(0), 0.0), 1.0);
+    }
+}

@@ -1,0 +1,80 @@
+//! Indexable Hamming-distance search: `hamming(a.fp, $1) <= 3` as users write it, and the
+//! forms an index can serve.
+//!
+//! PostgreSQL matches an index only against `indexed_column OPERATOR pseudo_constant`, and in
+//! `hamming(fp, q) <= 3` the column sits inside the left operand of `int4le`. As PostGIS does
+//! for `ST_DWithin`, the search is therefore spelled three ways:
+//!
+//! * `fp <@ hamming_ball(q, 3)` (and `hamming_ball(q, 3) @> fp`): the operator form, what the
+//!   `hamming` access method's scan keys carry ([`HammingBall`], `ball.rs`);
+//! * `hamming_within(fp, q, 3)`: a boolean function whose planner support function turns it
+//!   into the operator form when an index of ours is on `fp`, and estimates its selectivity
+//!   (`within.rs`, `estimate.rs`);
+//! * `hamming(fp, q) <= 3`, `3 >= fp <~> q`, `... < k`: rewritten to `hamming_within` by a
+//!   planner hook before planning (`rewrite.rs`), which needs the library preloaded
+//!   (`shared_preload_libraries` or `session_preload_libraries`).
+//!
+//! The type is declared below, the operators in `sql/hamming_query.sql`.
+
+mod ball;
+mod catalog;
+mod distance;
+mod estimate;
+mod nodes;
+mod rewrite;
+mod within;
+
+pub use ball::HammingBall;
+
+/// Called from `_PG_init`, whether the library is preloaded (postmaster) or loaded by the first
+/// call in a backend: installs the planner hook and the catalog-cache invalidation.
+pub fn init() {
+    catalog::register_invalidation();
+    rewrite::install_planner_hook();
+}
+
+pgrx::extension_sql!(
+    "CREATE TYPE hamming_ball; -- shell, completed below\n",
+    name = "hamming_ball_shell"
+);
+
+// Fixed 16 bytes by reference, aligned like bigint: the layout of [`HammingBall`].
+pgrx::extension_sql!(
+    r#"
+CREATE TYPE hamming_ball (
+    INPUT = hamming_ball_in,
+    OUTPUT = hamming_ball_out,
+    RECEIVE = hamming_ball_recv,
+    SEND = hamming_ball_send,
+    INTERNALLENGTH = 16,
+    ALIGNMENT = double,
+    STORAGE = plain
+);
+COMMENT ON TYPE hamming_ball IS 'fingerprints within a Hamming radius of a center: (center hex,radius)';
+"#,
+    name = "hamming_ball_type",
+    creates = [Type(HammingBall)],
+    requires = [
+        "hamming_ball_shell",
+        ball::hamming_ball_in,
+        ball::hamming_ball_out,
+        ball::hamming_ball_recv,
+        ball::hamming_ball_send,
+    ]
+);
+
+pgrx::extension_sql_file!(
+    "../../sql/hamming_query.sql",
+    name = "hamming_query_operators",
+    requires = [
+        "hamming_ball_type",
+        "simhash64_operators",
+        distance::hamming_int8,
+        ball::within_ball_simhash64,
+        ball::within_ball_int8,
+        ball::ball_contains_simhash64,
+        ball::ball_contains_int8,
+        estimate::hamming_ball_restrict,
+        estimate::hamming_ball_join,
+    ]
+);

@@ -1,0 +1,334 @@
+//! The planner hook: rewrites every upper bound on a Hamming distance into `hamming_within`,
+//! the form whose support function can use an index and estimate selectivity.
+//!
+//! | written                          | planned                         |
+//! |----------------------------------|---------------------------------|
+//! | `hamming(x, y) <= k`, `k >= ...` | `hamming_within(x, y, k)`       |
+//! | `hamming(x, y) < k`, `k > ...`   | `hamming_within(x, y, k - 1)`   |
+//!
+//! and the same with `x <~> y`, for `simhash64` and `bigint`. Only the built-in `integer`
+//! comparison operators are matched, so nothing else changes. The rewrite is exact, NULLs
+//! included: every function involved is STRICT, and `hamming_within` evaluates the same
+//! three expressions once per row. For a `k` only known at run time, `k - 1` is built as
+//! `int4larger(k, -1) - 1`, which cannot overflow where `k - 1` would (k = -2147483648, where
+//! `hamming(x, y) < k` is simply false).
+//!
+//! The whole Query is walked, subqueries, CTEs, sublinks and join quals included, first
+//! read-only (most queries have nothing to rewrite and are not copied), then with
+//! `query_tree_mutator`, which copies the expression nodes it passes through in the
+//! planner's memory context. Query nodes themselves are updated in place: the planner may
+//! scribble on the Query it is given (the plan cache hands it a copy).
+//!
+//! One place is left alone: above a GROUP BY on the distance itself. In
+//! `SELECT hamming(fp, q) <= 3 ... GROUP BY ROLLUP (hamming(fp, q))` the comparison reads the
+//! grouped value, which is NULL in the rolled-up row; `hamming_within(fp, q, 3)` would read
+//! `fp` of some row of the group instead. So in the target list and HAVING of a grouped
+//! query, a bound whose distance is a grouping expression is kept. Nothing is lost: an index
+//! or a selectivity estimate only matters below the grouping.
+
+use super::catalog::{self, Catalog, Kind};
+use super::nodes::{int4_const, int4larger, list_nodes, node_list};
+use pgrx::pg_sys::{self, Node, Oid};
+use pgrx::{is_a, pg_guard};
+use std::ffi::c_void;
+
+// The built-in `integer` operators (pg_operator.dat); a test checks them against regoperator.
+const INT4_LT: Oid = Oid::from_u32(97);
+const INT4_GT: Oid = Oid::from_u32(521);
+const INT4_LE: Oid = Oid::from_u32(523);
+const INT4_GE: Oid = Oid::from_u32(525);
+const INT4_MINUS: Oid = Oid::from_u32(555);
+
+// SAFETY (all accesses): a backend is single-threaded; written once by _PG_init.
+static mut PREVIOUS_PLANNER: pg_sys::planner_hook_type = None;
+
+pub fn install_planner_hook() {
+    // SAFETY: _PG_init runs once per process, before any planning in it; chaining keeps any
+    // hook installed by a library loaded earlier.
+    unsafe {
+        PREVIOUS_PLANNER = pg_sys::planner_hook;
+        pg_sys::planner_hook = Some(planner);
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn planner(
+    parse: *mut pg_sys::Query,
+    query_string: *const std::ffi::c_char,
+    cursor_options: std::ffi::c_int,
+    bound_params: pg_sys::ParamListInfo,
+) -> *mut pg_sys::PlannedStmt {
+    // SAFETY: `parse` is the planner's own Query (see the module comment); the previous hook
+    // is a C function with the planner_hook signature, called behind an FFI guard so its
+    // ERRORs unwind through this frame properly.
+    unsafe {
+        if let Some(catalog) = catalog::lookup() {
+            rewrite_query(parse, &catalog);
+        }
+        match PREVIOUS_PLANNER {
+            Some(previous) => pg_sys::ffi::pg_guard_ffi_boundary(|| {
+                previous(parse, query_string, cursor_options, bound_params)
+            }),
+            None => pg_sys::standard_planner(parse, query_string, cursor_options, bound_params),
+        }
+    }
+}
+
+/// What the mutator carries down the tree.
+struct Context {
+    catalog: Catalog,
+    /// The grouping expressions, while in the target list or HAVING of a grouped query.
+    group_exprs: *mut pg_sys::List,
+}
+
+impl Context {
+    fn as_ptr(&self) -> *mut c_void {
+        (self as *const Context).cast_mut().cast()
+    }
+
+    /// Whether `bound` must stay as written (see the module comment).
+    unsafe fn keeps(&self, bound: &Bound) -> bool {
+        // SAFETY: group_exprs is NIL or a List of the query's grouping expressions.
+        unsafe {
+            list_nodes(self.group_exprs).any(|e| pg_sys::equal(e.cast(), bound.distance.cast()))
+        }
+    }
+}
+
+/// Rewrites `query` in place.
+unsafe fn rewrite_query(query: *mut pg_sys::Query, catalog: &Catalog) {
+    // SAFETY: the walk only reads `catalog` through the context pointer, which outlives it.
+    unsafe {
+        let context = (catalog as *const Catalog).cast_mut().cast::<c_void>();
+        if !pg_sys::query_tree_walker(query, Some(find_bound), context, 0) {
+            return;
+        }
+        let context = Context {
+            catalog: *catalog,
+            group_exprs: std::ptr::null_mut(),
+        };
+        rewrite_query_node(query, &context);
+    }
+}
+
+/// Rewrites one Query node in place; `outer` is the context it was reached in.
+unsafe fn rewrite_query_node(query: *mut pg_sys::Query, outer: &Context) {
+    // A subquery's own grouping is all that matters in it: the parser lets a subquery use
+    // only grouped Vars of an outer grouped query, not outer grouping expressions.
+    let inner = Context {
+        catalog: outer.catalog,
+        group_exprs: std::ptr::null_mut(),
+    };
+    // SAFETY: `query` is a Query of the tree being planned; the target list and HAVING are
+    // detached while the rest is mutated, then mutated with the grouping context and put
+    // back. query_tree_mutator with QTW_DONT_COPY_QUERY assigns the query's fields in place.
+    unsafe {
+        let q = &mut *query;
+        let grouped = !q.groupClause.is_null();
+        let (target_list, having) = if grouped {
+            (
+                std::mem::replace(&mut q.targetList, std::ptr::null_mut()),
+                std::mem::replace(&mut q.havingQual, std::ptr::null_mut()),
+            )
+        } else {
+            (std::ptr::null_mut(), std::ptr::null_mut())
+        };
+        pg_sys::query_tree_mutator(
+            query,
+            mutator_callback(),
+            inner.as_ptr(),
+            pg_sys::QTW_DONT_COPY_QUERY as i32,
+        );
+        if grouped {
+            let group_exprs = node_list(
+                &list_nodes(q.groupClause)
+                    .map(|clause| {
+                        pg_sys::get_sortgroupclause_expr(clause.cast(), target_list).cast()
+                    })
+                    .collect::<Vec<_>>(),
+            );
+            let grouping = Context {
+                group_exprs,
+                ..inner
+            };
+            q.targetList = rewrite_node(target_list.cast(), grouping.as_ptr()).cast();
+            q.havingQual = rewrite_node(having, grouping.as_ptr());
+        }
+    }
+}
+
+/// A bound on a distance: `hamming(x, y) <= k` (`strict` for `<`).
+struct Bound {
+    kind: Kind,
+    /// The `hamming(x, y)` or `x <~> y` node.
+    distance: *mut Node,
+    x: *mut Node,
+    y: *mut Node,
+    k: *mut Node,
+    strict: bool,
+    location: i32,
+}
+
+unsafe fn match_bound(node: *mut Node, catalog: &Catalog) -> Option<Bound> {
+    // SAFETY: `node` is a valid node; an OpExpr's args is a List of its operands.
+    unsafe {
+        if !is_a(node, pg_sys::NodeTag::T_OpExpr) {
+            return None;
+        }
+        let op = &*node.cast::<pg_sys::OpExpr>();
+        let args: Vec<*mut Node> = list_nodes(op.args).collect();
+        let [left, right] = args[..] else {
+            return None;
+        };
+        let (distance, k, strict) = match op.opno {
+            INT4_LE => (left, right, false),
+            INT4_LT => (left, right, true),
+            INT4_GE => (right, left, false),
+            INT4_GT => (right, left, true),
+            _ => return None,
+        };
+        let (kind, x, y) = match_distance(distance, catalog)?;
+        Some(Bound {
+            kind,
+            distance,
+            x,
+            y,
+            k,
+            strict,
+            location: op.location,
+        })
+    }
+}
+
+/// `hamming(x, y)` or `x <~> y` (whose function is `hamming`).
+unsafe fn match_distance(
+    node: *mut Node,
+    catalog: &Catalog,
+) -> Option<(Kind, *mut Node, *mut Node)> {
+    // SAFETY: `node` is a valid node; FuncExpr and OpExpr args are Lists of expressions.
+    unsafe {
+        let (function, args) = if is_a(node, pg_sys::NodeTag::T_FuncExpr) {
+            let call = &*node.cast::<pg_sys::FuncExpr>();
+            (call.funcid, call.args)
+        } else if is_a(node, pg_sys::NodeTag::T_OpExpr) {
+            let op = &*node.cast::<pg_sys::OpExpr>();
+            // The parser always fills opfuncid; nodes built elsewhere may leave it 0.
+            let function = if op.opfuncid == pg_sys::InvalidOid {
+                pg_sys::get_opcode(op.opno)
+            } else {
+                op.opfuncid
+            };
+            (function, op.args)
+        } else {
+            return None;
+        };
+        let kind = catalog.hamming_kind(function)?;
+        let args: Vec<*mut Node> = list_nodes(args).collect();
+        match args[..] {
+            [x, y] => Some((kind, x, y)),
+            _ => None,
+        }
+    }
+}
+
+/// Query-tree walker: is there any bound to rewrite?
+#[pg_guard]
+unsafe extern "C-unwind" fn find_bound(node: *mut Node, context: *mut c_void) -> bool {
+    if node.is_null() {
+        return false;
+    }
+    // SAFETY: `context` is the &Catalog given to rewrite_query; the walkers accept any node.
+    unsafe {
+        let catalog = &*context.cast::<Catalog>();
+        if is_a(node, pg_sys::NodeTag::T_Query) {
+            return pg_sys::query_tree_walker(node.cast(), Some(find_bound), context, 0);
+        }
+        if match_bound(node, catalog).is_some() {
+            return true;
+        }
+        pg_sys::expression_tree_walker(node, Some(find_bound), context)
+    }
+}
+
+/// Query-tree mutator: the node with every bound in it rewritten.
+#[pg_guard]
+unsafe extern "C-unwind" fn rewrite_node(node: *mut Node, context: *mut c_void) -> *mut Node {
+    if node.is_null() {
+        return node;
+    }
+    // SAFETY: `context` is the Context of the walk; the mutators return palloc'd copies.
+    unsafe {
+        let ctx = &*context.cast::<Context>();
+        if is_a(node, pg_sys::NodeTag::T_Query) {
+            rewrite_query_node(node.cast(), ctx);
+            return node;
+        }
+        if let Some(bound) = match_bound(node, &ctx.catalog) {
+            if !ctx.keeps(&bound) {
+                return hamming_within(&bound, &ctx.catalog, context);
+            }
+        }
+        pg_sys::expression_tree_mutator(node, mutator_callback(), context)
+    }
+}
+
+/// `hamming_within(x, y, k)` for a bound, its operands rewritten in turn (they may hold
+/// sublinks with bounds of their own).
+unsafe fn hamming_within(bound: &Bound, catalog: &Catalog, context: *mut c_void) -> *mut Node {
+    // SAFETY: rewrite_node accepts any expression; the new nodes are palloc'd.
+    unsafe {
+        let x = rewrite_node(bound.x, context);
+        let y = rewrite_node(bound.y, context);
+        let mut k = rewrite_node(bound.k, context);
+        if bound.strict {
+            k = minus_one(k);
+        }
+        let call = pg_sys::makeFuncExpr(
+            catalog.objects(bound.kind).within,
+            pg_sys::BOOLOID,
+            node_list(&[x, y, k]),
+            pg_sys::InvalidOid,
+            pg_sys::InvalidOid,
+            pg_sys::CoercionForm::COERCE_EXPLICIT_CALL,
+        );
+        (*call).location = bound.location;
+        call.cast()
+    }
+}
+
+/// `k - 1` for an integer expression, exact for every k (see the module comment).
+unsafe fn minus_one(k: *mut Node) -> *mut Node {
+    // SAFETY: `k` is an int4 expression; a non-NULL int4 Const holds its value in the Datum.
+    unsafe {
+        if is_a(k, pg_sys::NodeTag::T_Const) {
+            let c = &*k.cast::<pg_sys::Const>();
+            if c.constisnull {
+                return k;
+            }
+            // saturating: below any distance either way.
+            return int4_const((c.constvalue.value() as i32).saturating_sub(1));
+        }
+        let minus = pg_sys::make_opclause(
+            INT4_MINUS,
+            pg_sys::INT4OID,
+            false,
+            int4larger(k, -1).cast(),
+            int4_const(1).cast(),
+            pg_sys::InvalidOid,
+            pg_sys::InvalidOid,
+        );
+        (*minus.cast::<pg_sys::OpExpr>()).opfuncid = Oid::from(pg_sys::F_INT4MI);
+        minus.cast()
+    }
+}
+
+/// [`rewrite_node`] as PostgreSQL 15 declares mutator callbacks.
+fn mutator_callback() -> Option<unsafe extern "C-unwind" fn() -> *mut Node> {
+    type Mutator = unsafe extern "C-unwind" fn(*mut Node, *mut c_void) -> *mut Node;
+    // SAFETY: PostgreSQL 15's headers declare the callback K&R-style, `Node *(*)()`, and call
+    // it as `(Node *, void *)`, which is rewrite_node's real signature; only the pointer's
+    // static type changes, never the call.
+    Some(unsafe {
+        std::mem::transmute::<Mutator, unsafe extern "C-unwind" fn() -> *mut Node>(rewrite_node)
+    })
+}
