@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # neardup demo: installs what is missing, builds and installs the extension, starts a
 # throwaway PostgreSQL 15 cluster, loads the Debian descriptions sample, computes
-# simhash(body) for every row and prints the largest groups of near-duplicates (k <= 3).
+# simhash(body) for every row, indexes it with the hamming access method and prints the
+# largest groups of near-duplicates (k <= 3), found by an indexed self-join.
 # Run as root on Debian 12: ./demo.sh   (the cluster is stopped at the end)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")" && pwd)
@@ -27,14 +28,14 @@ UPDATE docs SET fp = simhash(body);
 ANALYZE docs;
 SELECT count(*) AS documents, pg_size_pretty(sum(octet_length(body))) AS text FROM docs \gx
 
--- Candidate pairs by pigeonhole: two fingerprints within 3 bits agree on at least one of
--- four 16-bit blocks, so an equi-join per block finds every pair; hamming() then checks.
-CREATE TEMP TABLE blocks AS
-    SELECT id, fp, b, (fp::bigint >> (16 * b)) & 65535 AS v FROM docs, generate_series(0, 3) b;
+-- An exact Hamming index (Manku et al.'s permuted tables), and the natural self-join: the
+-- planner hook turns hamming(a.fp, b.fp) <= 3 into an index condition.
+CREATE INDEX docs_fp ON docs USING hamming (fp);
+\echo 'The plan of the self-join (one index probe per row):'
+EXPLAIN (COSTS OFF)
+SELECT a.id, b.id FROM docs a JOIN docs b ON hamming(a.fp, b.fp) <= 3 AND a.id < b.id;
 CREATE TEMP TABLE pairs AS
-    SELECT DISTINCT x.id AS a, y.id AS b FROM blocks x
-    JOIN blocks y ON x.b = y.b AND x.v = y.v AND x.id < y.id
-    WHERE hamming(x.fp, y.fp) <= 3;
+    SELECT a.id AS a, b.id AS b FROM docs a JOIN docs b ON hamming(a.fp, b.fp) <= 3 AND a.id < b.id;
 SELECT count(*) AS "near-duplicate pairs (k <= 3)" FROM pairs \gx
 
 -- Groups: connected components of the pairs, by label propagation (smallest id wins).
@@ -69,5 +70,11 @@ WITH probe AS (SELECT simhash(regexp_replace(body, 'library', 'toolkit')) AS fp,
                FROM docs WHERE body LIKE '%library%' AND length(body) > 1500 ORDER BY id LIMIT 1)
 SELECT p.package AS edited, d.package AS found, hamming(d.fp, p.fp) AS bits
 FROM probe p JOIN docs d ON hamming(d.fp, p.fp) <= 3 ORDER BY bits, d.id LIMIT 5;
+
+\echo 'The nearest fingerprints to that edited description, through the index (ORDER BY <~>):'
+SELECT d.package, d.fp <~> p.fp AS bits
+FROM (SELECT simhash(regexp_replace(body, 'library', 'toolkit')) AS fp
+      FROM docs WHERE body LIKE '%library%' AND length(body) > 1500 ORDER BY id LIMIT 1) p
+CROSS JOIN LATERAL (SELECT package, fp FROM docs ORDER BY fp <~> p.fp LIMIT 3) d;
 SQL
 echo "== done (the cluster in $DIR is stopped on exit)"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL 15 cluster owned by `postgres` (PostgreSQL refuses to run as root),
-# reachable only through a unix socket in its own folder under /tmp. Sourced, then:
+# reachable only through a unix socket in its own folder under /tmp, with neardup preloaded
+# (its planner hook lets `hamming(a, b) <= k` use a hamming index). Sourced, then:
 #   cluster_start DIR [extra postgresql.conf lines...]   sets PGHOST/PGPORT/PGUSER for psql
 #   cluster_stop DIR
 set -euo pipefail
@@ -19,6 +20,7 @@ cluster_start() {
         echo "listen_addresses = ''"
         echo "unix_socket_directories = '$dir'"
         echo "port = 5432"
+        echo "shared_preload_libraries = 'neardup'"
         for line in "$@"; do echo "$line"; done
     } >>"$dir/data/postgresql.conf"
     sudo -u postgres "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
