@@ -17,7 +17,8 @@
 //!
 //!  table page / pending page contents: packed 14-byte entries, sorted by key on table
 //!  pages (key = the fingerprint permuted for that table), in insertion order on pending
-//!  pages (key = the fingerprint itself)
+//!  pages (key = the fingerprint itself; a row whose fingerprint is NULL has key 0 and the
+//!  NULL_ROW bit set in its offset, so ORDER BY scans can return it last)
 //!  +---------+-----------+------------+---------+-----
 //!  | key u64 | block u32 | offset u16 | key ... | ...
 //!  +---------+-----------+------------+---------+-----
@@ -31,6 +32,9 @@ pub const MAGIC: u32 = 0x4E44_5550; // "NDUP"
 pub const VERSION: u32 = 1;
 pub const ENTRY_SIZE: usize = 14;
 pub const NO_BLOCK: u32 = u32::MAX;
+/// Set in a pending entry's offset when the row's fingerprint is NULL. Heap offsets never
+/// reach it (at most a few hundred tuples fit on a page).
+pub const NULL_ROW: u16 = 0x8000;
 
 /// A heap tuple's location, as PostgreSQL's ItemPointer (block, 1-based offset).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -46,6 +50,30 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// The pending entry of a row whose fingerprint is NULL.
+    pub fn null_row(tid: Tid) -> Entry {
+        Entry {
+            key: 0,
+            tid: Tid {
+                block: tid.block,
+                offset: tid.offset | NULL_ROW,
+            },
+        }
+    }
+
+    /// The row's fingerprint, `None` when it is NULL.
+    pub fn fingerprint(&self) -> Option<u64> {
+        (self.tid.offset & NULL_ROW == 0).then_some(self.key)
+    }
+
+    /// The heap tuple the entry points to.
+    pub fn heap_tid(&self) -> Tid {
+        Tid {
+            block: self.tid.block,
+            offset: self.tid.offset & !NULL_ROW,
+        }
+    }
+
     pub fn write(&self, out: &mut [u8]) {
         out[0..8].copy_from_slice(&self.key.to_le_bytes());
         out[8..12].copy_from_slice(&self.tid.block.to_le_bytes());
@@ -233,6 +261,19 @@ mod tests {
         assert_eq!(lower_bound(&buf, 15), 2);
         assert_eq!(lower_bound(&buf, 20), 2);
         assert_eq!(lower_bound(&buf, 1000), 10);
+    }
+
+    #[test]
+    fn null_rows_keep_their_tid() {
+        let tid = Tid {
+            block: 9,
+            offset: 17,
+        };
+        let e = Entry::null_row(tid);
+        assert_eq!(e.fingerprint(), None);
+        assert_eq!(e.heap_tid(), tid);
+        let plain = Entry { key: 5, tid };
+        assert_eq!((plain.fingerprint(), plain.heap_tid()), (Some(5), tid));
     }
 
     #[test]

@@ -1,11 +1,19 @@
 //! CREATE INDEX / REINDEX: collect every (fingerprint, TID) of the table, sort each
-//! permuted table and write its pages contiguously after the metapage, without WAL; then
-//! log every page at once (`log_newpage_range`) if the index is WAL-logged.
+//! permuted table and write its pages contiguously after the metapage (rows with a NULL
+//! fingerprint go to the pending pages), without WAL; then log every page at once
+//! (`log_newpage_range`) if the index is WAL-logged.
 
 use super::meta;
 use super::options;
 use super::page::{self, Kind, Locked};
 use neardup_core::index_page::{Entry, Meta, TableExtent, Tid, ENTRY_SIZE, NO_BLOCK};
+
+/// What the build scan collects.
+#[derive(Default)]
+struct Collected {
+    rows: Vec<(u64, Tid)>,
+    nulls: Vec<Tid>,
+}
 use neardup_core::permuted::Layout;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -33,13 +41,16 @@ unsafe extern "C-unwind" fn collect(
     _alive: bool,
     state: *mut std::ffi::c_void,
 ) {
-    // SAFETY: state is the Vec passed to table_index_build_scan below; one key column.
+    // SAFETY: state is the Collected passed to table_index_build_scan; one key column.
     unsafe {
+        let collected = &mut *(state as *mut Collected);
         if *isnull {
-            return;
+            collected.nulls.push(tid_of(&*tid));
+        } else {
+            collected
+                .rows
+                .push(((*values).value() as u64, tid_of(&*tid)));
         }
-        let rows = &mut *(state as *mut Vec<(u64, Tid)>);
-        rows.push(((*values).value() as u64, tid_of(&*tid)));
     }
 }
 
@@ -71,7 +82,7 @@ pub unsafe extern "C-unwind" fn ambuild(
     index: pg_sys::Relation,
     index_info: *mut pg_sys::IndexInfo,
 ) -> *mut pg_sys::IndexBuildResult {
-    let mut rows: Vec<(u64, Tid)> = Vec::new();
+    let mut collected = Collected::default();
     progress(pg_sys::PROGRESS_CREATEIDX_SUBPHASE, PHASE_SCANNING);
     // SAFETY: the arguments come from PostgreSQL; `collect` matches the callback type and
     // receives a pointer to `rows`, which outlives the scan.
@@ -83,19 +94,19 @@ pub unsafe extern "C-unwind" fn ambuild(
             true,
             true,
             Some(collect),
-            &mut rows as *mut _ as *mut _,
+            &mut collected as *mut _ as *mut _,
             std::ptr::null_mut(),
         )
     };
-    let layout = choose_layout(index, rows.len() as u64);
-    let blocks = write(index, pg_sys::ForkNumber::MAIN_FORKNUM, &layout, &mut rows);
+    let layout = choose_layout(index, collected.rows.len() as u64);
+    let blocks = write(index, pg_sys::ForkNumber::MAIN_FORKNUM, &layout, &collected);
     log_pages(index, pg_sys::ForkNumber::MAIN_FORKNUM, blocks);
     // SAFETY: palloc'd result, as the AM API requires.
     unsafe {
         let result = pg_sys::palloc0(std::mem::size_of::<pg_sys::IndexBuildResult>())
             as *mut pg_sys::IndexBuildResult;
         (*result).heap_tuples = heap_tuples;
-        (*result).index_tuples = rows.len() as f64;
+        (*result).index_tuples = (collected.rows.len() + collected.nulls.len()) as f64;
         result
     }
 }
@@ -109,7 +120,7 @@ pub unsafe extern "C-unwind" fn ambuildempty(index: pg_sys::Relation) {
         index,
         pg_sys::ForkNumber::INIT_FORKNUM,
         &layout,
-        &mut Vec::new(),
+        &Collected::default(),
     );
     log_pages(index, pg_sys::ForkNumber::INIT_FORKNUM, blocks);
 }
@@ -135,8 +146,9 @@ fn write(
     index: pg_sys::Relation,
     fork: pg_sys::ForkNumber::Type,
     layout: &Layout,
-    rows: &mut [(u64, Tid)],
+    collected: &Collected,
 ) -> u32 {
+    let rows = &collected.rows;
     progress(pg_sys::PROGRESS_CREATEIDX_SUBPHASE, PHASE_WRITING);
     progress(
         pg_sys::PROGRESS_CREATEIDX_TUPLES_TOTAL,
@@ -180,13 +192,14 @@ fn write(
         }
         extents.push(extent);
     }
+    let (pending_head, pending_tail) = write_null_rows(index, fork, &collected.nulls);
     let meta = Meta {
         max_distance: layout.max_distance,
         blocks: layout.blocks(),
         tables: extents,
-        pending_head: NO_BLOCK,
-        pending_tail: NO_BLOCK,
-        pending_entries: 0,
+        pending_head,
+        pending_tail,
+        pending_entries: collected.nulls.len() as u64,
         table_entries: rows.len() as u64,
     };
     // SAFETY: block 0, new and exclusively locked.
@@ -195,7 +208,37 @@ fn write(
         meta::encode(metapage.page(), &meta);
         pg_sys::MarkBufferDirty(metapage.buffer);
     }
-    1 + meta.tables.iter().map(|t| t.pages).sum::<u32>()
+    // SAFETY: the relation is open and locked by CREATE INDEX.
+    unsafe { pg_sys::RelationGetNumberOfBlocksInFork(index, fork) }
+}
+
+/// Writes the rows whose fingerprint is NULL as a chain of pending pages; returns its
+/// first and last block (`NO_BLOCK` when there are none).
+fn write_null_rows(
+    index: pg_sys::Relation,
+    fork: pg_sys::ForkNumber::Type,
+    nulls: &[Tid],
+) -> (u32, u32) {
+    let (mut head, mut previous): (u32, Option<Locked>) = (NO_BLOCK, None);
+    for chunk in nulls.chunks(page::ENTRIES_PER_PAGE) {
+        let locked = Locked::extend(index, fork);
+        // SAFETY: new pages, exclusively locked; logged in bulk after the build.
+        unsafe {
+            page::init(locked.page(), Kind::Pending, 0);
+            let contents = page::contents_mut(locked.page());
+            for (i, &tid) in chunk.iter().enumerate() {
+                Entry::null_row(tid).write(&mut contents[i * ENTRY_SIZE..]);
+            }
+            page::set_len(locked.page(), chunk.len() * ENTRY_SIZE);
+            pg_sys::MarkBufferDirty(locked.buffer);
+            match &previous {
+                Some(p) => page::set_next(p.page(), locked.block()),
+                None => head = locked.block(),
+            }
+        }
+        previous = Some(locked);
+    }
+    (head, previous.map_or(NO_BLOCK, |p| p.block()))
 }
 
 /// WAL-logs all pages of a freshly written fork, when the relation is WAL-logged (always

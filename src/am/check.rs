@@ -1,6 +1,6 @@
 //! `hamming_index_check(regclass)`, in the spirit of amcheck: every table sorted (within and
 //! across pages), every table holding the same rows as table 0, and every row the table
-//! would index present in the index with the same fingerprint. ERROR (XX002) on the first
+//! would index present in the index with the same fingerprint (or as a NULL row). ERROR (XX002) on the first
 //! disagreement; otherwise the number of rows checked.
 
 use super::build::tid_of;
@@ -31,10 +31,16 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
                 "hamming_index_check: not a hamming index"
             );
         }
+        // ShareLock on the table keeps writers out while the index and the table are compared
+        // (as amcheck's parent check does); readers go on.
+        let heap = pg_sys::table_open(
+            (*(*rel).rd_index).indrelid,
+            pg_sys::ShareLock as pg_sys::LOCKMODE,
+        );
         let m = meta::read(rel);
         let layout = meta::layout(&m);
         let main = pg_sys::ForkNumber::MAIN_FORKNUM;
-        let mut reference: Option<Vec<(u64, Tid)>> = None;
+        let mut reference: Option<Vec<(Option<u64>, Tid)>> = None;
         for (t, extent) in m.tables.iter().enumerate() {
             let table = &layout.tables()[t];
             let mut rows = Vec::new();
@@ -56,7 +62,7 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
                         ));
                     }
                     previous = e.key;
-                    rows.push((table.invert(e.key), e.tid));
+                    rows.push((Some(table.invert(e.key)), e.tid));
                 }
             }
             rows.sort_unstable_by_key(|&(fp, tid)| (tid, fp));
@@ -77,17 +83,15 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
                     "block {block} in the pending list is not a pending page"
                 ));
             }
-            indexed.extend(entries(page::contents(locked.page())).map(|e| (e.key, e.tid)));
+            indexed.extend(
+                entries(page::contents(locked.page())).map(|e| (e.fingerprint(), e.heap_tid())),
+            );
             block = page::next(locked.page());
         }
         indexed.sort_unstable_by_key(|&(fp, tid)| (tid, fp));
 
-        let heap = pg_sys::table_open(
-            (*(*rel).rd_index).indrelid,
-            pg_sys::AccessShareLock as pg_sys::LOCKMODE,
-        );
         let info = pg_sys::BuildIndexInfo(rel);
-        let mut in_heap: Vec<(u64, Tid)> = Vec::new();
+        let mut in_heap: Vec<(Option<u64>, Tid)> = Vec::new();
         pg_sys::table_index_build_scan(
             heap,
             rel,
@@ -104,12 +108,14 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
                 .is_err()
             {
                 corrupt(format!(
-                    "heap tuple ({},{}) with fingerprint {fp:016x} is missing from the index",
-                    tid.block, tid.offset
+                    "heap tuple ({},{}) with fingerprint {} is missing from the index",
+                    tid.block,
+                    tid.offset,
+                    fp.map_or("NULL".to_string(), |f| format!("{f:016x}"))
                 ));
             }
         }
-        pg_sys::table_close(heap, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        pg_sys::table_close(heap, pg_sys::ShareLock as pg_sys::LOCKMODE);
         pg_sys::index_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         indexed.len() as i64
     }
@@ -126,8 +132,7 @@ unsafe extern "C-unwind" fn collect(
 ) {
     // SAFETY: state is the Vec passed by hamming_index_check; one key column.
     unsafe {
-        if !*isnull {
-            (*(state as *mut Vec<(u64, Tid)>)).push(((*values).value() as u64, tid_of(&*tid)));
-        }
+        let fp = (!*isnull).then(|| (*values).value() as u64);
+        (*(state as *mut Vec<(Option<u64>, Tid)>)).push((fp, tid_of(&*tid)));
     }
 }

@@ -23,13 +23,19 @@ pub unsafe extern "C-unwind" fn aminsert(
     _index_info: *mut pg_sys::IndexInfo,
 ) -> bool {
     // SAFETY: one key column; PostgreSQL passes valid pointers.
-    let (fp, tid) = unsafe {
+    let entry = unsafe {
+        let tid = tid_of(&*heap_tid);
         if *isnull {
-            return false; // NULL fingerprints are not indexed (no operator matches them)
+            // Kept so that ORDER BY scans return the row (last, as a seq scan would).
+            Entry::null_row(tid)
+        } else {
+            Entry {
+                key: (*values).value() as u64,
+                tid,
+            }
         }
-        ((*values).value() as u64, tid_of(&*heap_tid))
     };
-    append_pending(index, Entry { key: fp, tid });
+    append_pending(index, entry);
     false
 }
 

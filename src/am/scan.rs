@@ -5,6 +5,9 @@
 //! <~> q`: first every row within max_distance, nearest first, then, only if the scan goes
 //! on, all the others by distance. Results are exact: no recheck.
 //!
+//! Several ORDER BY distances sort lexicographically; rows whose fingerprint is NULL (kept
+//! in the pending pages) come last with NULL distances, as a seq scan would sort them.
+//!
 //! A scan computes its TIDs on the first call and hands them out from memory; it holds no
 //! buffer pins between calls.
 
@@ -22,23 +25,39 @@ use pgrx::{pg_sys, PgMemoryContexts};
 pub const STRATEGY_WITHIN: u16 = 1;
 
 /// What a scan looks for, from its scan keys.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Query {
     balls: Vec<(u64, u32)>,
-    order_by: Option<u64>,
-    /// A NULL argument: a strict operator matches nothing.
+    /// The ORDER BY queries; `None` for a NULL argument (every distance NULL).
+    order_by: Vec<Option<u64>>,
+    /// A NULL argument to `<@`: a strict operator matches nothing.
     nothing: bool,
+}
+
+/// A row of the index: its fingerprint (`None` when NULL) and heap TID.
+type Row = (Option<u64>, Tid);
+
+/// A row to return, with its sort key: one distance per ORDER BY (NULL sorts last).
+struct Hit {
+    key: Vec<u64>,
+    tid: Tid,
+}
+
+/// What an unconstrained ORDER BY reads after the rows within max_distance.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Later {
+    FarRows,
+    NullRows,
 }
 
 #[derive(Default)]
 struct ScanState {
     query: Query,
     started: bool,
-    /// (distance to the ORDER BY query, TID), in the order to return them.
-    results: Vec<(u32, Tid)>,
+    /// In the order to return them.
+    results: Vec<Hit>,
     next: usize,
-    /// ORDER BY without a WHERE ball: rows beyond max_distance are still to be read.
-    far_rows_pending: bool,
+    later: Vec<Later>,
 }
 
 #[pg_guard]
@@ -107,12 +126,13 @@ unsafe fn query_of(scan: &pg_sys::IndexScanDescData) -> Query {
             }
         }
         let orderbys = slice_or_empty(scan.orderByData, scan.numberOfOrderBys);
-        if let Some(key) = orderbys.first() {
-            // A NULL ORDER BY argument orders nothing: every row, distances NULL.
-            if key.sk_flags & pg_sys::SK_ISNULL as i32 == 0 {
-                query.order_by = Some(key.sk_argument.value() as u64);
-            }
-        }
+        query.order_by = orderbys
+            .iter()
+            .map(|key| {
+                (key.sk_flags & pg_sys::SK_ISNULL as i32 == 0)
+                    .then(|| key.sk_argument.value() as u64)
+            })
+            .collect();
     }
     query
 }
@@ -138,27 +158,24 @@ pub unsafe extern "C-unwind" fn amgettuple(
         let state = &mut *(scan.opaque as *mut ScanState);
         if !state.started {
             state.started = true;
-            state.results = first_results(index, &state.query);
-            state.far_rows_pending = state.query.balls.is_empty()
-                && state.query.order_by.is_some()
-                && !state.query.nothing;
+            (state.results, state.later) = first_results(index, &state.query);
         }
-        if state.next == state.results.len() && state.far_rows_pending {
-            state.far_rows_pending = false;
-            state.results = far_rows(index, state.query.order_by.expect("ordered scan"));
+        while state.next == state.results.len() && !state.later.is_empty() {
+            let phase = state.later.remove(0);
+            state.results = later_results(index, &state.query, phase);
             state.next = 0;
         }
-        let Some(&(distance, tid)) = state.results.get(state.next) else {
+        let Some(hit) = state.results.get(state.next) else {
             return false;
         };
         state.next += 1;
-        scan.xs_heaptid = item_pointer(tid);
+        scan.xs_heaptid = item_pointer(hit.tid);
         scan.xs_recheck = false;
-        if scan.numberOfOrderBys > 0 {
-            *scan.xs_orderbyvals = pg_sys::Datum::from(distance as i32);
-            *scan.xs_orderbynulls = state.query.order_by.is_none();
-            scan.xs_recheckorderby = false;
+        for (i, &d) in hit.key.iter().enumerate() {
+            *scan.xs_orderbyvals.add(i) = pg_sys::Datum::from(d as i32);
+            *scan.xs_orderbynulls.add(i) = d == NULL_DISTANCE;
         }
+        scan.xs_recheckorderby = false;
         true
     }
 }
@@ -186,76 +203,94 @@ pub unsafe extern "C-unwind" fn amendscan(_scan: pg_sys::IndexScanDesc) {
     // The state is freed with the scan's memory context.
 }
 
-/// The results a scan returns first: every match, ordered by distance when asked to.
-fn first_results(index: pg_sys::Relation, query: &Query) -> Vec<(u32, Tid)> {
-    let Some(q) = query.order_by else {
-        return matches(index, query)
-            .into_iter()
-            .map(|(_, tid)| (0, tid))
-            .collect();
-    };
-    let mut found = if query.balls.is_empty() && !query.nothing {
-        let m = meta::read(index);
-        matches(
-            index,
-            &Query {
-                balls: vec![(q, m.max_distance)],
-                ..Query::default()
-            },
-        )
-    } else {
-        matches(index, query)
-    };
-    let mut results: Vec<(u32, Tid)> = found
-        .drain(..)
-        .map(|(fp, tid)| (hamming(fp, q), tid))
+/// The sort key of a NULL distance: after every real one.
+const NULL_DISTANCE: u64 = u64::MAX;
+
+fn hits(rows: Vec<Row>, order_by: &[Option<u64>]) -> Vec<Hit> {
+    let mut hits: Vec<Hit> = rows
+        .into_iter()
+        .map(|(fp, tid)| Hit {
+            key: order_by
+                .iter()
+                .map(|q| match (fp, q) {
+                    (Some(fp), Some(q)) => hamming(fp, *q) as u64,
+                    _ => NULL_DISTANCE,
+                })
+                .collect(),
+            tid,
+        })
         .collect();
-    results.sort_unstable();
-    results
+    hits.sort_unstable_by(|a, b| (&a.key, a.tid).cmp(&(&b.key, b.tid)));
+    hits
 }
 
-/// ORDER BY's second phase: every row farther than max_distance, nearest first.
-fn far_rows(index: pg_sys::Relation, q: u64) -> Vec<(u32, Tid)> {
+/// The results a scan returns first, and the phases still to read after them. An ORDER BY
+/// without a ball reads the rows within max_distance of its first query through the tables,
+/// then, only if the scan goes on, the farther rows and the NULL rows.
+fn first_results(index: pg_sys::Relation, query: &Query) -> (Vec<Hit>, Vec<Later>) {
+    match query.order_by.first() {
+        Some(&Some(q)) if query.balls.is_empty() && !query.nothing => {
+            let m = meta::read(index);
+            let near = Query {
+                balls: vec![(q, m.max_distance)],
+                ..query.clone()
+            };
+            (
+                hits(matches(index, &near), &query.order_by),
+                vec![Later::FarRows, Later::NullRows],
+            )
+        }
+        _ => (hits(matches(index, query), &query.order_by), Vec::new()),
+    }
+}
+
+fn later_results(index: pg_sys::Relation, query: &Query, phase: Later) -> Vec<Hit> {
     let m = meta::read(index);
-    let mut far: Vec<(u32, Tid)> = Vec::new();
+    let q = query.order_by[0].expect("phases follow a non-NULL ORDER BY query");
+    let mut rows = Vec::new();
     for_each_row(index, &m, |fp, tid| {
-        let d = hamming(fp, q);
-        if d > m.max_distance {
-            far.push((d, tid));
+        let wanted = match (phase, fp) {
+            (Later::FarRows, Some(fp)) => hamming(fp, q) > m.max_distance,
+            (Later::NullRows, None) => true,
+            _ => false,
+        };
+        if wanted {
+            rows.push((fp, tid));
         }
     });
-    far.sort_unstable();
-    far
+    hits(rows, &query.order_by)
 }
 
-/// Every (fingerprint, TID) within all of the query's balls, each TID once.
-fn matches(index: pg_sys::Relation, query: &Query) -> Vec<(u64, Tid)> {
+/// Every row within all of the query's balls (every row, NULL ones too, when it has none),
+/// each TID once.
+fn matches(index: pg_sys::Relation, query: &Query) -> Vec<Row> {
     if query.nothing {
         return Vec::new();
     }
     let m = meta::read(index);
     let within_all = |fp: u64| query.balls.iter().all(|&(c, r)| hamming(fp, c) <= r);
-    let mut found = Vec::new();
+    let mut found: Vec<Row> = Vec::new();
     match query.balls.iter().min_by_key(|b| b.1) {
         Some(&(center, radius)) if radius <= m.max_distance => {
             let layout = meta::layout(&m);
             for (t, extent) in m.tables.iter().enumerate() {
+                let table = &layout.tables()[t];
                 probe(
                     index,
-                    &layout.tables()[t],
+                    table,
                     extent.first_block,
                     extent.pages,
                     center,
                     radius,
                     |fp, tid| {
                         if within_all(fp) {
-                            found.push((fp, tid));
+                            found.push((Some(fp), tid));
                         }
                     },
                 );
             }
             for_each_pending(index, &m, |fp, tid| {
-                if within_all(fp) {
+                if fp.is_some_and(within_all) {
                     found.push((fp, tid));
                 }
             });
@@ -264,7 +299,7 @@ fn matches(index: pg_sys::Relation, query: &Query) -> Vec<(u64, Tid)> {
             found.dedup_by_key(|&mut (_, tid)| tid);
         }
         _ => for_each_row(index, &m, |fp, tid| {
-            if within_all(fp) {
+            if fp.map_or(query.balls.is_empty(), within_all) {
                 found.push((fp, tid));
             }
         }),
@@ -322,8 +357,8 @@ fn probe(
 }
 
 /// Every indexed row once: table 0's entries, permuted back into fingerprints, and the
-/// pending pages.
-fn for_each_row(index: pg_sys::Relation, m: &Meta, mut emit: impl FnMut(u64, Tid)) {
+/// pending pages (with the NULL rows).
+fn for_each_row(index: pg_sys::Relation, m: &Meta, mut emit: impl FnMut(Option<u64>, Tid)) {
     if let Some(extent) = m.tables.first() {
         let layout: Layout = meta::layout(m);
         let table = &layout.tables()[0];
@@ -331,14 +366,14 @@ fn for_each_row(index: pg_sys::Relation, m: &Meta, mut emit: impl FnMut(u64, Tid
             let locked = read(index, extent.first_block + p);
             // SAFETY: a locked table page.
             for e in entries(unsafe { page::contents(locked.page()) }) {
-                emit(table.invert(e.key), e.tid);
+                emit(Some(table.invert(e.key)), e.tid);
             }
         }
     }
     for_each_pending(index, m, emit);
 }
 
-fn for_each_pending(index: pg_sys::Relation, m: &Meta, mut emit: impl FnMut(u64, Tid)) {
+fn for_each_pending(index: pg_sys::Relation, m: &Meta, mut emit: impl FnMut(Option<u64>, Tid)) {
     let mut block = m.pending_head;
     while block != NO_BLOCK {
         let locked = read(index, block);
@@ -348,7 +383,7 @@ fn for_each_pending(index: pg_sys::Relation, m: &Meta, mut emit: impl FnMut(u64,
                 pgrx::error!("hamming index: block {block} is not a pending page");
             }
             for e in entries(page::contents(locked.page())) {
-                emit(e.key, e.tid);
+                emit(e.fingerprint(), e.heap_tid());
             }
             block = page::next(locked.page());
         }

@@ -213,3 +213,40 @@ fn unlogged_tables_and_options() {
     assert_eq!(bad("max_distance = 3, blocks = 3").as_deref(), Some("22023"));
     assert_eq!(bad("max_distance = 6, blocks = 16").as_deref(), Some("22023"));
 }
+
+#[pg_test]
+fn order_by_returns_null_fingerprints_last_and_honours_every_key() {
+    Spi::run(
+        "CREATE TABLE t (id int, fp simhash64);
+         INSERT INTO t VALUES (1, '0123456789abcdef'), (2, NULL), (3, 'ffffffffffffffff');
+         CREATE INDEX t_fp ON t USING hamming (fp);
+         INSERT INTO t VALUES (4, NULL), (5, '0123456789abcdee');
+         CREATE TABLE m (id int, fp simhash64);
+         INSERT INTO m SELECT i, (1::bigint << (i - 1))::simhash64 FROM generate_series(1, 64) i;
+         CREATE INDEX m_fp ON m USING hamming (fp);",
+    )
+    .unwrap();
+    let ordered = |q: &str| {
+        let plan = explain(q);
+        assert!(plan.contains("Index Scan using"), "{plan}");
+        let by_index = Spi::get_one::<String>(&format!("SET LOCAL enable_seqscan = off; {q}")).unwrap();
+        let brute = Spi::get_one::<String>(&format!(
+            "SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off; {q}"
+        ))
+        .unwrap();
+        assert_eq!(by_index, brute, "{q}");
+        by_index.unwrap()
+    };
+    assert_eq!(
+        ordered("SELECT string_agg(id::text, ',') FROM (SELECT id FROM t ORDER BY fp <~> '0123456789abcdef') s"),
+        "1,5,3,2,4"
+    );
+    assert_eq!(
+        ordered(
+            "SELECT string_agg(id::text, ',') FROM (SELECT id FROM m
+             ORDER BY fp <~> '0000000000000000', fp <~> 'ff00000000000000' LIMIT 3) s"
+        ),
+        "57,58,59"
+    );
+    assert_eq!(Spi::get_one::<i64>("SELECT hamming_index_check('t_fp')").unwrap(), Some(5));
+}

@@ -129,7 +129,7 @@ fn compact(index: pg_sys::Relation, block: u32, dead: &mut impl FnMut(Tid) -> bo
     );
     // SAFETY: an exclusively locked page of ours.
     let contents = unsafe { page::contents(locked.page()) };
-    let keep: Vec<bool> = entries(contents).map(|e| !dead(e.tid)).collect();
+    let keep: Vec<bool> = entries(contents).map(|e| !dead(e.heap_tid())).collect();
     let kept = keep.iter().filter(|&&k| k).count();
     if kept < keep.len() {
         let mut xlog = Xlog::start(index);
