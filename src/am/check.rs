@@ -32,11 +32,9 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
             );
         }
         // ShareLock on the table keeps writers out while the index and the table are compared
-        // (as amcheck's parent check does); readers go on.
-        let heap = pg_sys::table_open(
-            (*(*rel).rd_index).indrelid,
-            pg_sys::ShareLock as pg_sys::LOCKMODE,
-        );
+        // (as amcheck's parent check does); readers go on. A standby cannot take it, and
+        // its only writer is WAL replay: there, check on a quiet primary's replica.
+        let heap = pg_sys::table_open((*(*rel).rd_index).indrelid, heap_lock());
         let m = meta::read(rel);
         let layout = meta::layout(&m);
         let main = pg_sys::ForkNumber::MAIN_FORKNUM;
@@ -115,10 +113,20 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
                 ));
             }
         }
-        pg_sys::table_close(heap, pg_sys::ShareLock as pg_sys::LOCKMODE);
+        pg_sys::table_close(heap, heap_lock());
         pg_sys::index_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         indexed.len() as i64
     }
+}
+
+fn heap_lock() -> pg_sys::LOCKMODE {
+    // SAFETY: a plain read of shared state.
+    let lock = if unsafe { pg_sys::RecoveryInProgress() } {
+        pg_sys::AccessShareLock
+    } else {
+        pg_sys::ShareLock
+    };
+    lock as pg_sys::LOCKMODE
 }
 
 #[pg_guard]
