@@ -41,40 +41,51 @@ pub unsafe extern "C-unwind" fn amcostestimate(
         let radius = smallest_radius(path);
         let ordered = !(*path).indexorderbys.is_null();
 
-        let (index_pages, cost) = match radius {
-            Some(r) if r <= m.max_distance as i64 => {
-                let layout = meta::layout(&m);
-                let mut pages_read = pending_pages;
-                let mut candidates = m.pending_entries as f64;
-                for (t, extent) in m.tables.iter().enumerate() {
-                    let prefix = layout.tables()[t].prefix_bits as i32;
-                    let run = m.table_entries as f64 / 2f64.powi(prefix);
-                    pages_read += (extent.pages as f64 + 1.0).log2().ceil()
-                        + (run / page::ENTRIES_PER_PAGE as f64).ceil();
-                    candidates += run;
-                }
-                let total_pages = info.pages as f64;
-                let fetched = pg_sys::index_pages_fetched(
-                    pages_read * loop_count,
-                    info.pages,
-                    total_pages,
-                    root,
-                ) / loop_count.max(1.0);
-                (pages_read, fetched * random_page + candidates * tuple_cost)
+        // A lookup within max_distance: per table, a descent and one prefix run.
+        let lookup = || {
+            let layout = meta::layout(&m);
+            let mut pages_read = pending_pages;
+            let mut candidates = m.pending_entries as f64;
+            for (t, extent) in m.tables.iter().enumerate() {
+                let prefix = layout.tables()[t].prefix_bits as i32;
+                let run = m.table_entries as f64 / 2f64.powi(prefix);
+                pages_read += (extent.pages as f64 + 1.0).log2().ceil()
+                    + (run / page::ENTRIES_PER_PAGE as f64).ceil();
+                candidates += run;
             }
-            _ => {
-                let one_table = m.tables.first().map_or(0.0, |t| t.pages as f64) + pending_pages;
-                let sort = if ordered {
-                    rows * (rows.max(2.0)).log2() * pg_sys::cpu_operator_cost
-                } else {
-                    0.0
-                };
-                (one_table, one_table * seq_page + rows * tuple_cost + sort)
-            }
+            let fetched = pg_sys::index_pages_fetched(
+                pages_read * loop_count,
+                info.pages,
+                info.pages as f64,
+                root,
+            ) / loop_count.max(1.0);
+            (pages_read, fetched * random_page + candidates * tuple_cost)
         };
-        // Results are computed on the first fetch, so nothing comes before the whole cost.
-        *startup_cost = cost;
-        *total_cost = cost;
+        // Reading one whole table (and sorting it, for ORDER BY).
+        let one_table = m.tables.first().map_or(0.0, |t| t.pages as f64) + pending_pages;
+        let sort = if ordered {
+            rows * rows.max(2.0).log2() * pg_sys::cpu_operator_cost
+        } else {
+            0.0
+        };
+        let full_scan = one_table * seq_page + rows * tuple_cost + sort;
+
+        let (index_pages, startup, total) = match radius {
+            Some(r) if r <= m.max_distance as i64 => {
+                let (pages, cost) = lookup();
+                // Results are computed on the first fetch: nothing comes before the whole cost.
+                (pages, cost, cost)
+            }
+            None if ordered => {
+                // ORDER BY alone: the rows within max_distance come from a lookup; the full
+                // read follows only if the scan goes on, so LIMIT n pays about the lookup.
+                let (pages, cost) = lookup();
+                (pages, cost, cost + full_scan)
+            }
+            _ => (one_table, full_scan, full_scan),
+        };
+        *startup_cost = startup;
+        *total_cost = total;
         *selectivity = generic.indexSelectivity;
         *correlation = 0.0;
         *pages = index_pages;

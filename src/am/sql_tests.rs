@@ -250,3 +250,31 @@ fn order_by_returns_null_fingerprints_last_and_honours_every_key() {
     );
     assert_eq!(Spi::get_one::<i64>("SELECT hamming_index_check('t_fp')").unwrap(), Some(5));
 }
+
+#[pg_test]
+fn planner_uses_the_index_for_small_radii_and_joins_and_a_seq_scan_for_large_ones() {
+    // No enable_* settings: the cost model alone decides.
+    Spi::run(
+        "CREATE TABLE p (id bigserial PRIMARY KEY, fp simhash64);
+         INSERT INTO p (fp) SELECT (random() * 2^62)::bigint::simhash64 FROM generate_series(1, 20000);
+         CREATE INDEX p_fp ON p USING hamming (fp); ANALYZE p;",
+    )
+    .unwrap();
+    let plan = |q: &str| {
+        Spi::connect(|c| {
+            c.select(&format!("EXPLAIN (COSTS OFF) {q}"), None, &[])
+                .unwrap()
+                .map(|r| r.get::<String>(1).unwrap().unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+    };
+    let lookup = plan("SELECT id FROM p WHERE hamming(fp, '0123456789abcdef') <= 3");
+    assert!(lookup.contains("p_fp"), "{lookup}");
+    let join = plan("SELECT a.id, b.id FROM p a JOIN p b ON hamming(a.fp, b.fp) <= 3 AND a.id < b.id");
+    assert!(join.contains("Nested Loop") && join.contains("Index Cond: (fp <@ hamming_ball(a.fp, 3))"), "{join}");
+    let wide = plan("SELECT id FROM p WHERE hamming(fp, '0123456789abcdef') <= 30");
+    assert!(wide.contains("Seq Scan on p") && !wide.contains("p_fp"), "{wide}");
+    let nearest = plan("SELECT id FROM p ORDER BY fp <~> '0123456789abcdef' LIMIT 10");
+    assert!(nearest.contains("Index Scan using p_fp"), "{nearest}");
+}
