@@ -8,11 +8,39 @@ use super::options;
 use super::page::{self, Kind, Locked};
 use neardup_core::index_page::{Entry, Meta, TableExtent, Tid, ENTRY_SIZE, NO_BLOCK};
 
-/// What the build scan collects.
+/// What a build scan collects: fingerprints with their TIDs, and the TIDs of NULL ones.
 #[derive(Default)]
-struct Collected {
-    rows: Vec<(u64, Tid)>,
-    nulls: Vec<Tid>,
+pub struct Collected {
+    pub rows: Vec<(u64, Tid)>,
+    pub nulls: Vec<Tid>,
+}
+
+/// Every (fingerprint, TID) the table would index, through the table AM's build scan.
+///
+/// # Safety
+/// `heap` and `index` are open; `info` describes `index`.
+pub unsafe fn scan_table(
+    heap: pg_sys::Relation,
+    index: pg_sys::Relation,
+    info: *mut pg_sys::IndexInfo,
+    progress: bool,
+) -> (Collected, f64) {
+    let mut collected = Collected::default();
+    // SAFETY: `collect` matches the callback type and receives a pointer to `collected`,
+    // which outlives the scan.
+    let heap_tuples = unsafe {
+        pg_sys::table_index_build_scan(
+            heap,
+            index,
+            info,
+            true,
+            progress,
+            Some(collect),
+            &mut collected as *mut _ as *mut _,
+            std::ptr::null_mut(),
+        )
+    };
+    (collected, heap_tuples)
 }
 use neardup_core::permuted::Layout;
 use pgrx::pg_sys;
@@ -82,22 +110,9 @@ pub unsafe extern "C-unwind" fn ambuild(
     index: pg_sys::Relation,
     index_info: *mut pg_sys::IndexInfo,
 ) -> *mut pg_sys::IndexBuildResult {
-    let mut collected = Collected::default();
     progress(pg_sys::PROGRESS_CREATEIDX_SUBPHASE, PHASE_SCANNING);
-    // SAFETY: the arguments come from PostgreSQL; `collect` matches the callback type and
-    // receives a pointer to `rows`, which outlives the scan.
-    let heap_tuples = unsafe {
-        pg_sys::table_index_build_scan(
-            heap,
-            index,
-            index_info,
-            true,
-            true,
-            Some(collect),
-            &mut collected as *mut _ as *mut _,
-            std::ptr::null_mut(),
-        )
-    };
+    // SAFETY: the arguments come from PostgreSQL.
+    let (collected, heap_tuples) = unsafe { scan_table(heap, index, index_info, true) };
     let layout = choose_layout(index, collected.rows.len() as u64);
     let blocks = write(index, pg_sys::ForkNumber::MAIN_FORKNUM, &layout, &collected);
     log_pages(index, pg_sys::ForkNumber::MAIN_FORKNUM, blocks);

@@ -3,7 +3,7 @@
 //! would index present in the index with the same fingerprint (or as a NULL row). ERROR (XX002) on the first
 //! disagreement; otherwise the number of rows checked.
 
-use super::build::tid_of;
+use super::build::scan_table;
 use super::meta;
 use super::page::{self, Kind, Locked};
 use neardup_core::index_page::{entries, Tid, NO_BLOCK};
@@ -88,21 +88,15 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
         }
         indexed.sort_unstable_by_key(|&(fp, tid)| (tid, fp));
 
-        let info = pg_sys::BuildIndexInfo(rel);
-        let mut in_heap: Vec<(Option<u64>, Tid)> = Vec::new();
-        pg_sys::table_index_build_scan(
-            heap,
-            rel,
-            info,
-            true,
-            false,
-            Some(collect),
-            &mut in_heap as *mut _ as *mut _,
-            std::ptr::null_mut(),
-        );
-        for (fp, tid) in &in_heap {
+        let (collected, _) = scan_table(heap, rel, pg_sys::BuildIndexInfo(rel), false);
+        let in_heap = collected
+            .rows
+            .iter()
+            .map(|&(fp, tid)| (Some(fp), tid))
+            .chain(collected.nulls.iter().map(|&tid| (None, tid)));
+        for (fp, tid) in in_heap {
             if indexed
-                .binary_search_by_key(&(*tid, *fp), |&(f, t)| (t, f))
+                .binary_search_by_key(&(tid, fp), |&(f, t)| (t, f))
                 .is_err()
             {
                 corrupt(format!(
@@ -127,20 +121,4 @@ fn heap_lock() -> pg_sys::LOCKMODE {
         pg_sys::ShareLock
     };
     lock as pg_sys::LOCKMODE
-}
-
-#[pg_guard]
-unsafe extern "C-unwind" fn collect(
-    _index: pg_sys::Relation,
-    tid: pg_sys::ItemPointer,
-    values: *mut pg_sys::Datum,
-    isnull: *mut bool,
-    _alive: bool,
-    state: *mut std::ffi::c_void,
-) {
-    // SAFETY: state is the Vec passed by hamming_index_check; one key column.
-    unsafe {
-        let fp = (!*isnull).then(|| (*values).value() as u64);
-        (*(state as *mut Vec<(Option<u64>, Tid)>)).push((fp, tid_of(&*tid)));
-    }
 }

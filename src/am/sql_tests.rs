@@ -21,9 +21,8 @@ fn hamming_fixture(table: &str, rows: i64, ty: &str) {
     .unwrap();
 }
 
-/// The whole plan of `query` with sequential scans disabled, one line per plan node.
-fn explain(query: &str) -> String {
-    Spi::run("SET LOCAL enable_seqscan = off").unwrap();
+/// The whole plan of `query`, one line per plan node.
+fn plan_of(query: &str) -> String {
     Spi::connect(|c| {
         c.select(&format!("EXPLAIN (COSTS OFF) {query}"), None, &[])
             .unwrap()
@@ -31,6 +30,12 @@ fn explain(query: &str) -> String {
             .collect::<Vec<_>>()
             .join("\n")
     })
+}
+
+/// The plan of `query` with sequential scans disabled.
+fn explain(query: &str) -> String {
+    Spi::run("SET LOCAL enable_seqscan = off").unwrap();
+    plan_of(query)
 }
 
 /// The ids within `k` of `q`, through whatever plan the current settings give.
@@ -260,15 +265,7 @@ fn planner_uses_the_index_for_small_radii_and_joins_and_a_seq_scan_for_large_one
          CREATE INDEX p_fp ON p USING hamming (fp); ANALYZE p;",
     )
     .unwrap();
-    let plan = |q: &str| {
-        Spi::connect(|c| {
-            c.select(&format!("EXPLAIN (COSTS OFF) {q}"), None, &[])
-                .unwrap()
-                .map(|r| r.get::<String>(1).unwrap().unwrap_or_default())
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-    };
+    let plan = plan_of;
     let lookup = plan("SELECT id FROM p WHERE hamming(fp, '0123456789abcdef') <= 3");
     assert!(lookup.contains("p_fp"), "{lookup}");
     let join = plan("SELECT a.id, b.id FROM p a JOIN p b ON hamming(a.fp, b.fp) <= 3 AND a.id < b.id");
