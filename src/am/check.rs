@@ -1,7 +1,12 @@
-//! `hamming_index_check(regclass)`, in the spirit of amcheck: every table sorted (within and
-//! across pages), every table holding the same rows as table 0, and every row the table
-//! would index present in the index with the same fingerprint (or as a NULL row). ERROR (XX002) on the first
-//! disagreement; otherwise the number of rows checked.
+//! `hamming_index_check(regclass)`, in the spirit of amcheck:
+//! - every table is sorted, within and across pages, and every page is of the right kind;
+//! - every row the table would index is in every permuted table with its fingerprint, or in
+//!   the pending list (with its fingerprint, or as a NULL row): a lookup cannot miss it;
+//! - no entry names a live heap tuple with another fingerprint: a lookup cannot return a
+//!   wrong row. Entries of dead tuples are allowed (VACUUM removes them; one interrupted by
+//!   a crash may have cleaned some tables and not yet the others).
+//!
+//! ERROR (XX002) on the first violation; otherwise the number of heap rows verified.
 
 use super::build::scan_table;
 use super::meta;
@@ -38,41 +43,30 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
         let m = meta::read(rel);
         let layout = meta::layout(&m);
         let main = pg_sys::ForkNumber::MAIN_FORKNUM;
-        let mut reference: Option<Vec<(Option<u64>, Tid)>> = None;
+        // Every table's (TID, fingerprint) pairs, sorted by TID.
+        let mut tables: Vec<Vec<(Tid, u64)>> = Vec::with_capacity(m.tables.len());
         for (t, extent) in m.tables.iter().enumerate() {
             let table = &layout.tables()[t];
             let mut rows = Vec::new();
             let mut previous = 0u64;
             for p in 0..extent.pages {
-                let locked =
-                    Locked::read(rel, main, extent.first_block + p, pg_sys::BUFFER_LOCK_SHARE);
+                let block = extent.first_block + p;
+                let locked = Locked::read(rel, main, block, pg_sys::BUFFER_LOCK_SHARE);
                 if page::kind(locked.page()) != Kind::Table {
-                    corrupt(format!(
-                        "table {t}: block {} is not a table page",
-                        extent.first_block + p
-                    ));
+                    corrupt(format!("table {t}: block {block} is not a table page"));
                 }
                 for e in entries(page::contents(locked.page())) {
                     if e.key < previous {
-                        corrupt(format!(
-                            "table {t}: keys out of order at block {}",
-                            extent.first_block + p
-                        ));
+                        corrupt(format!("table {t}: keys out of order at block {block}"));
                     }
                     previous = e.key;
-                    rows.push((Some(table.invert(e.key)), e.tid));
+                    rows.push((e.tid, table.invert(e.key)));
                 }
             }
-            rows.sort_unstable_by_key(|&(fp, tid)| (tid, fp));
-            match &reference {
-                None => reference = Some(rows),
-                Some(first) if *first != rows => {
-                    corrupt(format!("table {t} does not hold the same rows as table 0"))
-                }
-                Some(_) => {}
-            }
+            rows.sort_unstable();
+            tables.push(rows);
         }
-        let mut indexed = reference.unwrap_or_default();
+        let mut pending: Vec<(Tid, Option<u64>)> = Vec::new();
         let mut block = m.pending_head;
         while block != NO_BLOCK {
             let locked = Locked::read(rel, main, block, pg_sys::BUFFER_LOCK_SHARE);
@@ -81,35 +75,60 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
                     "block {block} in the pending list is not a pending page"
                 ));
             }
-            indexed.extend(
-                entries(page::contents(locked.page())).map(|e| (e.fingerprint(), e.heap_tid())),
+            pending.extend(
+                entries(page::contents(locked.page())).map(|e| (e.heap_tid(), e.fingerprint())),
             );
             block = page::next(locked.page());
         }
-        indexed.sort_unstable_by_key(|&(fp, tid)| (tid, fp));
+        pending.sort_unstable();
 
         let (collected, _) = scan_table(heap, rel, pg_sys::BuildIndexInfo(rel), false);
-        let in_heap = collected
+        let mut in_heap: Vec<(Tid, Option<u64>)> = collected
             .rows
             .iter()
-            .map(|&(fp, tid)| (Some(fp), tid))
-            .chain(collected.nulls.iter().map(|&tid| (None, tid)));
-        for (fp, tid) in in_heap {
-            if indexed
-                .binary_search_by_key(&(tid, fp), |&(f, t)| (t, f))
-                .is_err()
-            {
+            .map(|&(fp, tid)| (tid, Some(fp)))
+            .chain(collected.nulls.iter().map(|&tid| (tid, None)))
+            .collect();
+        in_heap.sort_unstable();
+        let show = |fp: Option<u64>| fp.map_or("NULL".to_string(), |f| format!("{f:016x}"));
+        for &(tid, fp) in &in_heap {
+            let in_pending = pending.binary_search(&(tid, fp)).is_ok();
+            let in_every_table = fp.is_some_and(|fp| {
+                !tables.is_empty() && tables.iter().all(|t| t.binary_search(&(tid, fp)).is_ok())
+            });
+            if !in_pending && !in_every_table {
                 corrupt(format!(
                     "heap tuple ({},{}) with fingerprint {} is missing from the index",
                     tid.block,
                     tid.offset,
-                    fp.map_or("NULL".to_string(), |f| format!("{f:016x}"))
+                    show(fp)
+                ));
+            }
+        }
+        let heap_fp = |tid: Tid| {
+            let at = in_heap.partition_point(|&(t, _)| t < tid);
+            in_heap[at..]
+                .iter()
+                .take_while(|&&(t, _)| t == tid)
+                .map(|&(_, fp)| fp)
+                .collect::<Vec<_>>()
+        };
+        let entries_of_tables = tables.iter().flatten().map(|&(tid, fp)| (tid, Some(fp)));
+        for (tid, fp) in entries_of_tables.chain(pending.iter().copied()) {
+            let live = heap_fp(tid);
+            if !live.is_empty() && !live.contains(&fp) {
+                corrupt(format!(
+                    "index entry ({},{}) has fingerprint {} but the heap tuple has {}",
+                    tid.block,
+                    tid.offset,
+                    show(fp),
+                    show(live[0])
                 ));
             }
         }
         pg_sys::table_close(heap, heap_lock());
         pg_sys::index_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        indexed.len() as i64
+        in_heap.len() as i64
     }
 }
 

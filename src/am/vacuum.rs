@@ -1,12 +1,12 @@
-//! VACUUM: remove the entries of dead heap tuples. The callback is asked once per row, on
-//! table 0 and the pending pages; the dead TIDs it names are then removed from the other
-//! tables too (every row has one entry per table). Pages are compacted in place, each in
-//! its own GenericXLog record; sorted order is kept, so lookups stay valid throughout.
+//! VACUUM: remove the entries of dead heap tuples. Every entry of every table is put to the
+//! callback, not only table 0's: a VACUUM interrupted by a crash may have cleaned some
+//! tables and not others, and the next one must still find the leftovers before their
+//! TIDs are reused. Pages are compacted in place, each in its own GenericXLog record;
+//! sorted order is kept, so lookups stay valid throughout.
 
 use super::build::item_pointer;
 use super::meta;
 use super::page::{self, Locked, Xlog};
-use ahash::AHashSet;
 use neardup_core::index_page::{entries, Meta, Tid, ENTRY_SIZE, NO_BLOCK};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -24,22 +24,19 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
         let stats = stats_or_new(stats);
         let callback = callback.expect("bulk delete callback");
         let m = meta::read(index);
-        let mut dead = AHashSet::new();
         let mut is_dead = |tid: Tid| {
             let mut ip = item_pointer(tid);
-            let gone = callback(&mut ip, callback_state);
-            if gone {
-                dead.insert(tid);
-            }
-            gone
+            callback(&mut ip, callback_state)
         };
-        let mut kept = 0u64;
+        // Rows are counted on the pages that hold each once: table 0 and the pending list.
+        let (mut kept, mut removed) = (0u64, 0u64);
         for block in owner_pages(index, &m) {
-            kept += compact(index, block, &mut is_dead);
+            let (k, r) = compact(index, block, &mut is_dead);
+            kept += k;
+            removed += r;
         }
-        let removed = dead.len();
         for block in other_table_pages(&m) {
-            compact(index, block, &mut |tid| dead.contains(&tid));
+            compact(index, block, &mut is_dead);
         }
         (*stats).tuples_removed += removed as f64;
         (*stats).num_index_tuples = kept as f64;
@@ -59,16 +56,32 @@ pub unsafe extern "C-unwind" fn amvacuumcleanup(
         if (*info).analyze_only {
             return stats;
         }
+        let index = (*info).index;
+        let m = meta::read(index);
+        advise_reindex(index, &m);
         if !stats.is_null() {
             return stats; // ambulkdelete already counted
         }
-        let index = (*info).index;
         let stats = stats_or_new(stats);
-        let m = meta::read(index);
         (*stats).num_index_tuples = count_rows(index, &m) as f64;
         (*stats).num_pages =
             pg_sys::RelationGetNumberOfBlocksInFork(index, pg_sys::ForkNumber::MAIN_FORKNUM);
         stats
+    }
+}
+
+/// Pending rows are read by every scan and only REINDEX folds them into the tables: say so
+/// when they have grown past a tenth of the index (a NOTICE, so autovacuum stays quiet).
+fn advise_reindex(index: pg_sys::Relation, m: &neardup_core::index_page::Meta) {
+    if m.pending_entries > 1000 && m.pending_entries > m.table_entries / 10 {
+        // SAFETY: the relation is open; its name is a NUL-terminated NameData.
+        let name = unsafe { std::ffi::CStr::from_ptr((*(*index).rd_rel).relname.data.as_ptr()) };
+        pgrx::notice!(
+            "hamming index \"{}\" has {} rows in its pending list ({} in its tables); REINDEX INDEX CONCURRENTLY folds them in and speeds up lookups",
+            name.to_string_lossy(),
+            m.pending_entries,
+            m.table_entries
+        );
     }
 }
 
@@ -117,8 +130,9 @@ fn pending_blocks(index: pg_sys::Relation, m: &Meta) -> Vec<u32> {
     blocks
 }
 
-/// Removes the entries `dead` names from one page; returns how many remain.
-fn compact(index: pg_sys::Relation, block: u32, dead: &mut impl FnMut(Tid) -> bool) -> u64 {
+/// Removes the entries `dead` names from one page; returns how many remain and how many
+/// went.
+fn compact(index: pg_sys::Relation, block: u32, dead: &mut impl FnMut(Tid) -> bool) -> (u64, u64) {
     // SAFETY: vacuum_delay_point may sleep; it holds no locks of ours.
     unsafe { pg_sys::vacuum_delay_point() };
     let locked = Locked::read(
@@ -146,7 +160,7 @@ fn compact(index: pg_sys::Relation, block: u32, dead: &mut impl FnMut(Tid) -> bo
         }
         xlog.finish();
     }
-    kept as u64
+    (kept as u64, (keep.len() - kept) as u64)
 }
 
 /// Rows in the index: table 0's entries plus the pending ones.
