@@ -10,20 +10,8 @@ use neardup_core::tokenizer::{canonical, tokens};
 
 const INPUTS: usize = 1_000_000;
 
-/// xorshift64*: deterministic, so a failure reproduces from its index.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545F4914F6CDD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+mod common;
+use common::Rng;
 
 const PIECES: &[&[u8]] = &[
     b"<",
