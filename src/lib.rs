@@ -9,6 +9,7 @@ use pgrx::prelude::*;
 
 mod am;
 mod batch;
+mod clusters;
 mod errors;
 mod hamming_query;
 mod simhash64;
@@ -40,5 +41,6 @@ mod tests {
     use pgrx::prelude::*;
     include!("sql_tests.rs");
     include!("am/sql_tests.rs");
+    include!("clusters_tests.rs");
     include!("hamming_query/tests.rs");
 }
