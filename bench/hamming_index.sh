@@ -12,7 +12,9 @@
 #       against hamming_pairs and a brute-force nested loop extrapolated from a sample;
 #   (d) hamming_pairs(..., 3) on ROWS rows; its count must equal the join's;
 #   (e) (b) again with 1 % and 10 % more rows inserted after the build (every lookup reads
-#       all of the pending pages), and after a REINDEX that folds them into the tables.
+#       all of the pending pages), and after a REINDEX that folds them into the tables;
+#   (f) duplicate clusters: neardup_clusters(..., 3) on ROWS rows end to end, against
+#       hamming_pairs alone, and neardup_components over EDGES random edges (default 10 M).
 # Usage: bench/hamming_index.sh     ROWS=200000 bench/hamming_index.sh
 #        SKIP_INSTALL=1 bench/hamming_index.sh   (benchmarks the build already installed)
 source "$(dirname "$0")/lib.sh"
@@ -208,6 +210,17 @@ lookup_rows "(+10% pending)"
 reindex_ms=$(wall_ms "REINDEX INDEX docs_fp")
 row "REINDEX (folds the pending rows)" "$reindex_ms" ms "CREATE INDEX" "$hamming_ms"
 lookup_rows "(after REINDEX)"
+
+echo "== (f) duplicate clusters"
+EDGES=${EDGES:-10000000}
+clusters_ms=$(exec_ms "SELECT count(*) FROM neardup_clusters('docs', 'id', 'fp', 3)")
+row "neardup_clusters, $((ROWS + ROWS / 10)) rows" "$(printf %.0f "$clusters_ms")" ms "hamming_pairs, same rows" \
+    "$(exec_ms "SELECT count(*) FROM hamming_pairs('docs', 'id', 'fp', 3)")"
+echo "   $(q -c "SELECT count(DISTINCT cluster_id) || ' clusters, ' || count(*) FILTER (WHERE is_representative) || ' representatives' FROM neardup_clusters('docs', 'id', 'fp', 3)")"
+q -c "CREATE TABLE edges AS SELECT (random() * $EDGES)::bigint AS a, (random() * $EDGES)::bigint AS b FROM generate_series(1, $EDGES)"
+components_ms=$(exec_ms "SELECT count(*) FROM neardup_components('SELECT a, b FROM edges')")
+row "neardup_components, $EDGES edges" "$(printf %.0f "$components_ms")" ms "SELECT count(*) FROM edges" \
+    "$(exec_ms "SELECT count(*) FROM edges")"
 
 echo
 echo "== summary ($ROWS rows, join on $JOIN_ROWS, $PROBES probes; $((SECONDS - T0)) s in all)"
