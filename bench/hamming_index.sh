@@ -53,14 +53,9 @@ row() { # MEASURE VALUE UNIT BASELINE-NAME BASELINE-VALUE
 }
 
 echo "== generating $ROWS fingerprints (and $JOIN_ROWS for the join)"
+q -c "CREATE EXTENSION neardup" -f "$ROOT/tests/integration/fingerprint_functions.sql"
 q <<'SQL'
-CREATE EXTENSION neardup;
 CREATE EXTENSION pageinspect;
-CREATE FUNCTION rnd64() RETURNS bigint LANGUAGE sql VOLATILE PARALLEL SAFE AS
-$$ SELECT (floor(random() * 4294967296)::bigint << 32) | floor(random() * 4294967296)::bigint $$;
-CREATE FUNCTION flip(x bigint, n int) RETURNS bigint LANGUAGE sql VOLATILE PARALLEL SAFE AS
-$$ SELECT x # coalesce((SELECT bit_or(1::bigint << b)
-                        FROM (SELECT b FROM generate_series(0, 63) b ORDER BY random() LIMIT n) s), 0) $$;
 -- fill(table, n): n rows of the shapes above into table(fp), in random physical order.
 CREATE FUNCTION fill(tbl regclass, n bigint) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE

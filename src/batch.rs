@@ -3,13 +3,9 @@
 //! compare within runs of equal prefix, each pair reported once).
 
 use crate::errors;
+use crate::table_args::{checked_distance, quote_ident, relation_name};
 use neardup_core::permuted::all_pairs;
 use pgrx::prelude::*;
-
-/// Quotes an SQL identifier the way PostgreSQL's `quote_ident` does.
-fn quote_ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
 
 #[pg_extern(
     strict,
@@ -29,15 +25,8 @@ fn hamming_pairs(
     signature_column: &str,
     max_distance: i32,
 ) -> TableIterator<'static, (name!(a, i64), name!(b, i64), name!(distance, i32))> {
-    if !(0..64).contains(&max_distance) {
-        errors::invalid_parameter(format!(
-            "max_distance must be between 0 and 63 (got {max_distance})"
-        ));
-    }
-    let relation = Spi::get_one::<String>(&format!("SELECT {}::oid::regclass::text", tbl.to_u32()))
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| errors::invalid_parameter("hamming_pairs: no such table"));
+    let max_distance = checked_distance(max_distance);
+    let relation = relation_name("hamming_pairs", tbl);
     let query = format!(
         "SELECT {key}::bigint, {sig}::bigint FROM {relation} WHERE {sig} IS NOT NULL",
         key = quote_ident(key_column),
@@ -64,8 +53,7 @@ fn hamming_pairs(
             })
             .unzip()
     });
-    let pairs =
-        all_pairs(&fps, max_distance as u32).unwrap_or_else(|e| errors::invalid_parameter(e.0));
+    let pairs = all_pairs(&fps, max_distance).unwrap_or_else(|e| errors::invalid_parameter(e.0));
     TableIterator::new(pairs.into_iter().map(move |(i, j, d)| {
         let (x, y) = (keys[i as usize], keys[j as usize]);
         (x.min(y), x.max(y), d as i32)

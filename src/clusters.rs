@@ -2,14 +2,10 @@
 //! deterministic label (the smallest id) and a representative chosen by priority.
 
 use crate::errors;
+use crate::table_args::{checked_distance, quote_ident, relation_name};
 use neardup_core::components::UnionFind;
 use neardup_core::permuted::all_pairs;
 use pgrx::prelude::*;
-
-/// Quotes an SQL identifier the way PostgreSQL's `quote_ident` does.
-fn quote_ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
 
 #[pg_extern(sql = "
 CREATE FUNCTION neardup_components(edges_sql text)
@@ -80,15 +76,8 @@ fn neardup_clusters(
     else {
         errors::null_not_allowed("neardup_clusters: only priority may be NULL");
     };
-    if !(0..64).contains(&max_distance) {
-        errors::invalid_parameter(format!(
-            "max_distance must be between 0 and 63 (got {max_distance})"
-        ));
-    }
-    let relation = Spi::get_one::<String>(&format!("SELECT {}::oid::regclass::text", tbl.to_u32()))
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| errors::invalid_parameter("neardup_clusters: no such table"));
+    let max_distance = checked_distance(max_distance);
+    let relation = relation_name("neardup_clusters", tbl);
     let id = quote_ident(id_column);
     let order = match priority {
         Some(p) => format!("{p}, {id}"),
@@ -119,8 +108,7 @@ fn neardup_clusters(
         .iter()
         .map(|&r| rows[r as usize].1.expect("signed") as u64)
         .collect();
-    let pairs =
-        all_pairs(&fps, max_distance as u32).unwrap_or_else(|e| errors::invalid_parameter(e.0));
+    let pairs = all_pairs(&fps, max_distance).unwrap_or_else(|e| errors::invalid_parameter(e.0));
     let mut components = UnionFind::new(rows.len());
     for (a, b, _) in pairs {
         components.union(signed[a as usize], signed[b as usize]);

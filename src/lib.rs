@@ -13,6 +13,7 @@ mod clusters;
 mod errors;
 mod hamming_query;
 mod simhash64;
+mod table_args;
 mod text_functions;
 
 ::pgrx::pg_module_magic!(name, version);

@@ -30,14 +30,8 @@ trap cleanup EXIT
 
 # --- data: uniform random (all 64 bits, so the sign bit too), planted clusters of near
 # copies (1-6 flipped bits), exact duplicates, a dense spike sharing its top 24 bits, NULLs.
+q >/dev/null -c "CREATE EXTENSION neardup" -f "$ROOT/tests/integration/fingerprint_functions.sql"
 q >/dev/null <<'SQL'
-CREATE EXTENSION neardup;
-CREATE FUNCTION rnd64() RETURNS bigint LANGUAGE sql VOLATILE PARALLEL SAFE AS
-$$ SELECT (floor(random() * 4294967296)::bigint << 32) | floor(random() * 4294967296)::bigint $$;
--- x with exactly n distinct random bits flipped.
-CREATE FUNCTION flip(x bigint, n int) RETURNS bigint LANGUAGE sql VOLATILE PARALLEL SAFE AS
-$$ SELECT x # coalesce((SELECT bit_or(1::bigint << b)
-                        FROM (SELECT b FROM generate_series(0, 63) b ORDER BY random() LIMIT n) s), 0) $$;
 SELECT setseed(0.17);
 CREATE TABLE gen (n serial, fp bigint);
 INSERT INTO gen (fp) SELECT rnd64() FROM generate_series(1, 11000);

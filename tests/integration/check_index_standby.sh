@@ -129,13 +129,8 @@ step() { # STAGE SQL: runs SQL on the primary, waits for the standby, compares b
 }
 
 STAGE=setup
+qp >/dev/null -c "CREATE EXTENSION neardup" -f "$ROOT/tests/integration/fingerprint_functions.sql"
 qp >/dev/null <<'SQL'
-CREATE EXTENSION neardup;
-CREATE FUNCTION rnd64() RETURNS bigint LANGUAGE sql VOLATILE PARALLEL SAFE AS
-$$ SELECT (floor(random() * 4294967296)::bigint << 32) | floor(random() * 4294967296)::bigint $$;
-CREATE FUNCTION flip(x bigint, n int) RETURNS bigint LANGUAGE sql VOLATILE PARALLEL SAFE AS
-$$ SELECT x # coalesce((SELECT bit_or(1::bigint << b)
-                        FROM (SELECT b FROM generate_series(0, 63) b ORDER BY random() LIMIT n) s), 0) $$;
 SELECT setseed(0.23);
 CREATE TABLE gen (n serial, fp bigint);
 INSERT INTO gen (fp) SELECT rnd64() FROM generate_series(1, 6000);
