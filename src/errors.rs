@@ -8,6 +8,14 @@ fn raise(code: PgSqlErrorCode, message: String) -> ! {
     unreachable!("ERROR does not return")
 }
 
+/// An ERROR with a hint saying what to do instead.
+pub fn raise_with_hint(code: PgSqlErrorCode, message: String, hint: &str) -> ! {
+    ErrorReport::new(code, message, "neardup")
+        .set_hint(hint)
+        .report(PgLogLevel::ERROR);
+    unreachable!("ERROR does not return")
+}
+
 /// 22P02: text that is not a valid value of the type.
 pub fn invalid_text(type_name: &str, input: &str, detail: impl std::fmt::Display) -> ! {
     raise(

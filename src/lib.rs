@@ -9,6 +9,7 @@ use pgrx::prelude::*;
 
 mod am;
 mod batch;
+mod cluster_tracking;
 mod clusters;
 mod errors;
 mod hamming_query;
@@ -43,5 +44,6 @@ mod tests {
     include!("sql_tests.rs");
     include!("am/sql_tests.rs");
     include!("clusters_tests.rs");
+    include!("cluster_tracking/tests.rs");
     include!("hamming_query/tests.rs");
 }

@@ -6,6 +6,7 @@
 //! hashed with [`hash`]) → [`simhash`] (Charikar's 64-bit fingerprint).
 
 pub mod chars;
+pub mod cluster_plans;
 pub mod components;
 pub mod entities;
 pub mod features;

@@ -1,0 +1,365 @@
+//! The queries that carry out a statement's cluster maintenance. Inputs are read with one
+//! query per step, the decisions come from `neardup_core::cluster_plans`, and the writes
+//! go back as set-based statements over arrays.
+//!
+//! The cluster table has the columns `(id bigint PRIMARY KEY, cluster_id bigint NOT NULL,
+//! is_representative boolean NOT NULL)` and an index on `cluster_id`.
+
+use super::{TrackingArgs, ADVISORY_LOCK_SPACE};
+use crate::errors;
+use crate::table_args::relation_name;
+use neardup_core::cluster_plans::{plan_insert, plan_split, Neighbor};
+use neardup_core::simhash::hamming;
+use pgrx::datum::DatumWithOid;
+use pgrx::prelude::*;
+use pgrx::spi::{SpiClient, SpiTupleTable};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Rows of a transition table: all of them, or those with the given ids.
+pub enum Rows {
+    All(String),
+    Only(String, Vec<i64>),
+}
+
+pub struct Maintainer {
+    table: String,
+    clusters: String,
+    /// The extension's schema, quoted: the queries name its operator and functions through
+    /// it, so they work under any search_path.
+    schema: String,
+    args: TrackingArgs,
+}
+
+impl Maintainer {
+    pub fn new(table: &str, args: &[String]) -> Maintainer {
+        let args = TrackingArgs::parse(args);
+        let schema = Spi::get_one::<String>(
+            "SELECT quote_ident(n.nspname) FROM pg_extension e
+             JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'neardup'",
+        )
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| {
+            error!("neardup_track_clusters: the neardup extension is not installed")
+        });
+        Maintainer {
+            table: table.to_string(),
+            clusters: relation_name("neardup_track_clusters", args.clusters),
+            schema,
+            args,
+        }
+    }
+
+    /// Serializes cluster maintenance per cluster table until the transaction ends.
+    pub fn lock(&self, client: &mut SpiClient<'_>) {
+        // SAFETY: reading a backend-local global set at transaction start.
+        if unsafe { pg_sys::XactIsoLevel } >= pg_sys::XACT_REPEATABLE_READ as i32 {
+            errors::raise_with_hint(
+                pgrx::PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                "neardup_track_clusters needs READ COMMITTED isolation".into(),
+                "Under REPEATABLE READ or SERIALIZABLE a concurrent session's near-duplicates \
+                 would stay invisible and clusters that should merge would not.",
+            );
+        }
+        run(
+            client,
+            "SELECT pg_advisory_xact_lock($1, $2)",
+            &[
+                ADVISORY_LOCK_SPACE.into(),
+                (self.args.clusters.to_u32() as i32).into(),
+            ],
+        );
+    }
+
+    pub fn truncate(&self, client: &mut SpiClient<'_>) {
+        run(client, &format!("TRUNCATE {}", self.clusters), &[]);
+    }
+
+    /// New rows join the clusters of their near-duplicates, merging the clusters they bridge.
+    pub fn insert(&self, client: &mut SpiClient<'_>, rows: &Rows) {
+        let source = self.source(rows);
+        let mut new_rows: Vec<i64> = select(
+            client,
+            &format!("SELECT id FROM ({source}) s"),
+            &[filter_arg(rows)],
+        )
+        .map(|row| self.id_of(row.get::<i64>(1)))
+        .collect();
+        let links_query = format!(
+            "SELECT s.id, t.{id}::bigint, c.cluster_id
+             FROM ({source}) s
+             JOIN {table} t ON t.{sig} OPERATOR({schema}.<@) {schema}.hamming_ball(s.fp, {k})
+             LEFT JOIN {clusters} c ON c.id = t.{id}
+             WHERE t.{id}::bigint <> s.id",
+            id = self.args.id,
+            sig = self.args.signature,
+            k = self.args.max_distance,
+            schema = self.schema,
+            table = self.table,
+            clusters = self.clusters,
+        );
+        let links: Vec<(i64, Neighbor)> = select(client, &links_query, &[filter_arg(rows)])
+            .map(|row| {
+                let new = self.id_of(row.get::<i64>(1));
+                let other = self.id_of(row.get::<i64>(2));
+                match row.get::<i64>(3).ok().flatten() {
+                    Some(label) => (new, Neighbor::Cluster(label)),
+                    None => (new, Neighbor::NewRow(other)),
+                }
+            })
+            .collect();
+        // A neighbour in no cluster and not new was never tracked: cluster it now, so every
+        // label stays the id of a member.
+        new_rows.extend(links.iter().filter_map(|&(_, n)| match n {
+            Neighbor::NewRow(id) => Some(id),
+            Neighbor::Cluster(_) => None,
+        }));
+        new_rows.sort_unstable();
+        new_rows.dedup();
+        let plan = plan_insert(&new_rows, &links);
+        if !plan.relabel.is_empty() {
+            let (old, new): (Vec<i64>, Vec<i64>) = plan.relabel.into_iter().unzip();
+            run(
+                client,
+                &format!(
+                    "UPDATE {} c SET cluster_id = m.new FROM unnest($1::bigint[], $2::bigint[]) AS m(old, new)
+                     WHERE c.cluster_id = m.old",
+                    self.clusters
+                ),
+                &[old.into(), new.into()],
+            );
+        }
+        let mut ids = Vec::with_capacity(plan.members.len());
+        let mut labels = Vec::with_capacity(plan.members.len());
+        let mut alone = Vec::with_capacity(plan.members.len());
+        for (id, label, is_alone) in plan.members {
+            ids.push(id);
+            labels.push(label);
+            alone.push(is_alone);
+        }
+        run(
+            client,
+            &format!(
+                "INSERT INTO {} (id, cluster_id, is_representative)
+                 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::boolean[])",
+                self.clusters
+            ),
+            &[ids.into(), labels.into(), alone.into()],
+        );
+        self.choose_representatives(client, plan.touched);
+    }
+
+    /// Rows leave their clusters; what remains of each cluster is split into the parts
+    /// that are still connected.
+    pub fn delete(&self, client: &mut SpiClient<'_>, rows: &Rows) {
+        let labels: BTreeSet<i64> = select(
+            client,
+            &format!(
+                "DELETE FROM {clusters} c USING ({source}) s WHERE c.id = s.id RETURNING c.cluster_id",
+                clusters = self.clusters,
+                source = self.source(rows)
+            ),
+            &[filter_arg(rows)],
+        )
+        .filter_map(|row| row.get::<i64>(1).ok().flatten())
+        .collect();
+        if labels.is_empty() {
+            return;
+        }
+        let labels: Vec<i64> = labels.into_iter().collect();
+        let mut members: BTreeMap<i64, Vec<(i64, Option<u64>)>> = BTreeMap::new();
+        let query = format!(
+            "SELECT c.cluster_id, c.id, t.{sig}::bigint FROM {clusters} c JOIN {table} t ON t.{id} = c.id
+             WHERE c.cluster_id = ANY($1)",
+            sig = self.args.signature,
+            id = self.args.id,
+            clusters = self.clusters,
+            table = self.table
+        );
+        for row in select(client, &query, &[labels.into()]) {
+            let label = self.id_of(row.get::<i64>(1));
+            let id = self.id_of(row.get::<i64>(2));
+            let fp = row.get::<i64>(3).ok().flatten().map(|fp| fp as u64);
+            members.entry(label).or_default().push((id, fp));
+        }
+        let (mut moved, mut moved_to, mut remaining) = (Vec::new(), Vec::new(), Vec::new());
+        for (label, rows) in members {
+            for (id, part) in plan_split(&rows, self.args.max_distance) {
+                if part != label {
+                    moved.push(id);
+                    moved_to.push(part);
+                }
+                remaining.push(part);
+            }
+        }
+        if !moved.is_empty() {
+            run(
+                client,
+                &format!(
+                    "UPDATE {} c SET cluster_id = m.label FROM unnest($1::bigint[], $2::bigint[]) AS m(id, label)
+                     WHERE c.id = m.id",
+                    self.clusters
+                ),
+                &[moved.into(), moved_to.into()],
+            );
+        }
+        remaining.sort_unstable();
+        remaining.dedup();
+        self.choose_representatives(client, remaining);
+    }
+
+    /// Updated rows: a changed id is a delete and an insert. A row whose signature changed
+    /// stays in its cluster when the new signature is still within the distance of the
+    /// cluster's representative (tier 1, no search); otherwise it leaves its cluster and is
+    /// searched for like a new row (tier 2).
+    pub fn update(&self, client: &mut SpiClient<'_>, old: &str, new: &str) {
+        let old_all = self.source(&Rows::All(old.to_string()));
+        let new_all = self.source(&Rows::All(new.to_string()));
+        let gone: Vec<i64> = select(
+            client,
+            &format!("SELECT id FROM ({old_all}) o EXCEPT SELECT id FROM ({new_all}) n"),
+            &[],
+        )
+        .map(|row| self.id_of(row.get::<i64>(1)))
+        .collect();
+        let mut searched: Vec<i64> = select(
+            client,
+            &format!("SELECT id FROM ({new_all}) n EXCEPT SELECT id FROM ({old_all}) o"),
+            &[],
+        )
+        .map(|row| self.id_of(row.get::<i64>(1)))
+        .collect();
+        if !gone.is_empty() {
+            self.delete(client, &Rows::Only(old.to_string(), gone));
+        }
+        // Rows kept by id, with both signatures, their cluster, and the representative's
+        // signature (its old one when the row is the representative itself).
+        let kept_query = format!(
+            "SELECT n.id, n.fp::bigint, c.cluster_id,
+                    CASE WHEN c.is_representative THEN o.fp::bigint ELSE rt.{sig}::bigint END,
+                    EXISTS (SELECT 1 FROM {clusters} c2 WHERE c2.cluster_id = c.cluster_id AND c2.id <> c.id),
+                    o.fp IS NOT DISTINCT FROM n.fp
+             FROM ({new_all}) n JOIN ({old_all}) o USING (id)
+             LEFT JOIN {clusters} c ON c.id = n.id
+             LEFT JOIN {clusters} r ON r.cluster_id = c.cluster_id AND r.is_representative
+             LEFT JOIN {table} rt ON rt.{id} = r.id",
+            sig = self.args.signature,
+            id = self.args.id,
+            clusters = self.clusters,
+            table = self.table,
+        );
+        let mut stayed = Vec::new();
+        let mut leaving = Vec::new();
+        for row in select(client, &kept_query, &[]) {
+            let id = self.id_of(row.get::<i64>(1));
+            let new_fp = row.get::<i64>(2).ok().flatten();
+            let clustered = row.get::<i64>(3).ok().flatten().is_some();
+            let representative_fp = row.get::<i64>(4).ok().flatten();
+            let has_company = row.get::<bool>(5).ok().flatten() == Some(true);
+            let unchanged = row.get::<bool>(6).ok().flatten() == Some(true);
+            let near_representative = match (new_fp, representative_fp) {
+                (Some(a), Some(b)) => hamming(a as u64, b as u64) <= self.args.max_distance,
+                _ => false,
+            };
+            if !clustered {
+                searched.push(id);
+            } else if unchanged || (has_company && near_representative) {
+                stayed.push(id);
+            } else {
+                leaving.push(id);
+            }
+        }
+        if !leaving.is_empty() {
+            self.delete(client, &Rows::Only(new.to_string(), leaving.clone()));
+        }
+        searched.extend(leaving);
+        if !searched.is_empty() {
+            self.insert(client, &Rows::Only(new.to_string(), searched));
+        }
+        if !stayed.is_empty() {
+            // The priority may read columns the update changed.
+            let labels: Vec<i64> = select(
+                client,
+                &format!(
+                    "SELECT DISTINCT cluster_id FROM {} WHERE id = ANY($1)",
+                    self.clusters
+                ),
+                &[stayed.into()],
+            )
+            .filter_map(|row| row.get::<i64>(1).ok().flatten())
+            .collect();
+            self.choose_representatives(client, labels);
+        }
+    }
+
+    /// Marks the first member of each cluster by priority (then id) as its representative.
+    fn choose_representatives(&self, client: &mut SpiClient<'_>, labels: Vec<i64>) {
+        if labels.is_empty() {
+            return;
+        }
+        let order = match &self.args.priority {
+            Some(p) => format!("{p}, {}", self.args.id),
+            None => "neardup_member".to_string(),
+        };
+        run(
+            client,
+            &format!(
+                "UPDATE {clusters} c SET is_representative = (c.id = r.neardup_member)
+                 FROM (SELECT DISTINCT ON (neardup_cluster) neardup_cluster, neardup_member
+                       FROM (SELECT m.cluster_id AS neardup_cluster, m.id AS neardup_member, t.*
+                             FROM {clusters} m JOIN {table} t ON t.{id} = m.id
+                             WHERE m.cluster_id = ANY($1)) t
+                       ORDER BY neardup_cluster, {order}) r
+                 WHERE c.cluster_id = r.neardup_cluster
+                   AND c.is_representative IS DISTINCT FROM (c.id = r.neardup_member)",
+                clusters = self.clusters,
+                table = self.table,
+                id = self.args.id,
+            ),
+            &[labels.into()],
+        );
+    }
+
+    /// The rows as `(id bigint, fp <signature type>)`; `$1` may hold the ids to keep.
+    fn source(&self, rows: &Rows) -> String {
+        let (table, filter) = match rows {
+            Rows::All(t) => (t, ""),
+            Rows::Only(t, _) => (t, " WHERE s.id = ANY($1)"),
+        };
+        format!(
+            "SELECT * FROM (SELECT {id}::bigint AS id, {sig} AS fp FROM {table}) s{filter}",
+            id = self.args.id,
+            sig = self.args.signature
+        )
+    }
+
+    fn id_of(&self, value: pgrx::spi::Result<Option<i64>>) -> i64 {
+        value.ok().flatten().unwrap_or_else(|| {
+            errors::null_not_allowed(format!(
+                "neardup_track_clusters: the id column {} has a NULL",
+                self.args.id
+            ))
+        })
+    }
+}
+
+fn filter_arg(rows: &Rows) -> DatumWithOid<'static> {
+    match rows {
+        Rows::All(_) => Vec::<i64>::new().into(),
+        Rows::Only(_, ids) => ids.clone().into(),
+    }
+}
+
+fn select<'c>(
+    client: &mut SpiClient<'c>,
+    query: &str,
+    args: &[DatumWithOid<'_>],
+) -> SpiTupleTable<'c> {
+    client
+        .update(query, None, args)
+        .unwrap_or_else(|e| error!("neardup_track_clusters: {e}"))
+}
+
+fn run(client: &mut SpiClient<'_>, query: &str, args: &[DatumWithOid<'_>]) {
+    select(client, query, args);
+}
