@@ -31,6 +31,8 @@ BEGIN
     EXECUTE format('INSERT INTO %s SELECT * FROM neardup_clusters($1, $2, $3, $4, $5)', clusters)
         USING tbl, id_column, signature_column, max_distance, priority;
     GET DIAGNOSTICS rows_clustered = ROW_COUNT;
+    -- The triggers' queries are planned with these statistics.
+    EXECUTE format('ANALYZE %s', clusters);
     args := concat_ws(', ', quote_literal(clusters), quote_literal(id_column),
                       quote_literal(signature_column), quote_literal(max_distance::text),
                       quote_literal(priority));

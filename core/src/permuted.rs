@@ -279,6 +279,47 @@ impl Layout {
     }
 }
 
+/// A layout's permuted tables over a set held in memory, for repeated exact probes (the
+/// index's pending rows, reused by the rescans of a nested loop).
+pub struct SortedTables {
+    /// Per table, (permuted fingerprint, item) in order.
+    tables: Vec<Vec<(u64, u32)>>,
+}
+
+impl SortedTables {
+    /// Sorts `items` (fingerprint, caller's item number) into every table of `layout`.
+    pub fn new(layout: &Layout, items: &[(u64, u32)]) -> SortedTables {
+        let tables = layout
+            .tables()
+            .iter()
+            .map(|table| {
+                let mut sorted: Vec<(u64, u32)> = items
+                    .iter()
+                    .map(|&(fp, item)| (table.apply(fp), item))
+                    .collect();
+                sorted.sort_unstable();
+                sorted
+            })
+            .collect();
+        SortedTables { tables }
+    }
+
+    /// Calls `emit` with every item within `radius` ≤ the layout's max_distance of
+    /// `center`; an item may come once per table that finds it.
+    pub fn probe(&self, layout: &Layout, center: u64, radius: u32, mut emit: impl FnMut(u32)) {
+        for (table, sorted) in layout.tables().iter().zip(&self.tables) {
+            let q = table.apply(center);
+            let (lo, hi) = table.prefix_range(q);
+            let start = sorted.partition_point(|&(key, _)| key < lo);
+            for &(key, item) in sorted[start..].iter().take_while(|&&(key, _)| key <= hi) {
+                if hamming(key, q) <= radius {
+                    emit(item);
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -392,6 +433,43 @@ mod tests {
             let mut got = all_pairs(&fps, k).unwrap();
             got.sort_unstable();
             assert_eq!(got, brute_force(&fps, k), "k = {k}");
+        }
+    }
+
+    #[test]
+    fn sorted_tables_find_exactly_the_brute_force_matches() {
+        let mut next = rng(99);
+        for (blocks, k) in [(4, 3), (5, 3), (6, 2), (3, 0)] {
+            let layout = Layout::new(blocks, k).unwrap();
+            // Random rows, near copies of the first 50, and rows sharing a long prefix.
+            let mut fps: Vec<u64> = (0..400).map(|_| next()).collect();
+            for i in 0..200 {
+                let bits = next() % (k as u64 + 2);
+                let mut fp = fps[i % 50];
+                for _ in 0..bits {
+                    fp ^= 1 << (next() % 64);
+                }
+                fps.push(fp);
+            }
+            fps.extend((0..100).map(|_| (0xabcd_u64 << 48) | (next() >> 16)));
+            let items: Vec<(u64, u32)> = fps
+                .iter()
+                .enumerate()
+                .map(|(i, &f)| (f, i as u32))
+                .collect();
+            let tables = SortedTables::new(&layout, &items);
+            for probe in fps.iter().step_by(7).chain([0, u64::MAX].iter()) {
+                for radius in 0..=k {
+                    let mut got = Vec::new();
+                    tables.probe(&layout, *probe, radius, |i| got.push(i));
+                    got.sort_unstable();
+                    got.dedup();
+                    let want: Vec<u32> = (0..fps.len() as u32)
+                        .filter(|&i| hamming(fps[i as usize], *probe) <= radius)
+                        .collect();
+                    assert_eq!(got, want, "blocks {blocks}, k {k}, radius {radius}");
+                }
+            }
         }
     }
 }

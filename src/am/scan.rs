@@ -9,14 +9,16 @@
 //! in the pending pages) come last with NULL distances, as a seq scan would sort them.
 //!
 //! A scan computes its TIDs on the first call and hands them out from memory; it holds no
-//! buffer pins between calls.
+//! buffer pins between calls. Under an MVCC snapshot a scan keeps what it read for its
+//! rescans (a nested loop join rescans once per outer row): the metapage, the pending rows
+//! and the first key of each table page it looked at, see [`ScanCache`].
 
 use super::build::item_pointer;
 use super::meta;
 use super::page::{self, Kind, Locked};
 use crate::hamming_query::HammingBall;
 use neardup_core::index_page::{entries, lower_bound, Meta, Tid, NO_BLOCK};
-use neardup_core::permuted::{Layout, Permutation};
+use neardup_core::permuted::{Layout, Permutation, SortedTables};
 use neardup_core::simhash::hamming;
 use pgrx::prelude::*;
 use pgrx::{pg_sys, PgMemoryContexts};
@@ -58,6 +60,87 @@ struct ScanState {
     results: Vec<Hit>,
     next: usize,
     later: Vec<Later>,
+    /// Kept across rescans when the snapshot is MVCC.
+    cache: Option<ScanCache>,
+}
+
+/// The pending rows in memory. The first probe compares them all; from the second on (a
+/// rescan) they are sorted into the layout's permuted tables, so each further probe costs
+/// a few binary searches instead of a pass over every pending row.
+struct PendingRows {
+    rows: Vec<Row>,
+    compared_all: bool,
+    tables: Option<SortedTables>,
+}
+
+impl PendingRows {
+    fn read(index: pg_sys::Relation, meta: &Meta) -> PendingRows {
+        let mut rows = Vec::new();
+        for_each_pending(index, meta, |fp, tid| rows.push((fp, tid)));
+        PendingRows {
+            rows,
+            compared_all: false,
+            tables: None,
+        }
+    }
+
+    /// Calls `emit` with the rows within `radius` of `center` (and maybe others: the caller
+    /// checks every ball), each at least once.
+    fn probe(&mut self, layout: &Layout, center: u64, radius: u32, mut emit: impl FnMut(Row)) {
+        if self.tables.is_none() && self.compared_all {
+            let items: Vec<(u64, u32)> = (0..self.rows.len() as u32)
+                .filter_map(|i| self.rows[i as usize].0.map(|fp| (fp, i)))
+                .collect();
+            self.tables = Some(SortedTables::new(layout, &items));
+        }
+        match &self.tables {
+            Some(tables) => tables.probe(layout, center, radius, |i| emit(self.rows[i as usize])),
+            None => {
+                self.rows.iter().copied().for_each(emit);
+                self.compared_all = true;
+            }
+        }
+    }
+}
+
+/// What a scan read once and its rescans reuse. Under an MVCC snapshot that is safe:
+/// - a row inserted after the first read belongs to a transaction or command the snapshot
+///   cannot see, and a row VACUUM has removed since was dead to it;
+/// - table pages only lose entries after the build (VACUUM compacts each page in place), and
+///   every entry of a page sorts below every entry of the next, so a first key read earlier
+///   still bounds the page before it: the binary search cannot skip a match.
+struct ScanCache {
+    meta: Meta,
+    layout: Layout,
+    pending: Option<PendingRows>,
+    /// Per table, the first key of each page (`u64::MAX` when empty), read on demand.
+    first_keys: Vec<Vec<Option<u64>>>,
+}
+
+impl ScanCache {
+    fn new(index: pg_sys::Relation) -> ScanCache {
+        let meta = meta::read(index);
+        let layout = meta::layout(&meta);
+        let first_keys = meta
+            .tables
+            .iter()
+            .map(|t| vec![None; t.pages as usize])
+            .collect();
+        ScanCache {
+            meta,
+            layout,
+            pending: None,
+            first_keys,
+        }
+    }
+
+    /// The cache a fetch uses: the kept one under an MVCC snapshot, else a fresh one.
+    fn for_fetch(kept: &mut Option<ScanCache>, index: pg_sys::Relation, mvcc: bool) -> &mut Self {
+        if !mvcc {
+            *kept = None;
+        }
+        kept.get_or_insert_with(|| ScanCache::new(index))
+    }
 }
 
 #[pg_guard]
@@ -104,6 +187,7 @@ pub unsafe extern "C-unwind" fn amrescan(
         let state = &mut *(scan.opaque as *mut ScanState);
         *state = ScanState {
             query: query_of(scan),
+            cache: state.cache.take(),
             ..ScanState::default()
         };
     }
@@ -155,10 +239,12 @@ pub unsafe extern "C-unwind" fn amgettuple(
     unsafe {
         let scan = &mut *scan;
         let index = scan.indexRelation;
+        let mvcc = is_mvcc(scan.xs_snapshot);
         let state = &mut *(scan.opaque as *mut ScanState);
         if !state.started {
             state.started = true;
-            (state.results, state.later) = first_results(index, &state.query);
+            let cache = ScanCache::for_fetch(&mut state.cache, index, mvcc);
+            (state.results, state.later) = first_results(index, &state.query, cache);
         }
         while state.next == state.results.len() && !state.later.is_empty() {
             let phase = state.later.remove(0);
@@ -188,8 +274,10 @@ pub unsafe extern "C-unwind" fn amgetbitmap(
     // SAFETY: as in amgettuple; the bitmap is PostgreSQL's.
     unsafe {
         let scan = &mut *scan;
-        let state = &*(scan.opaque as *const ScanState);
-        let tids: Vec<pg_sys::ItemPointerData> = matches(scan.indexRelation, &state.query)
+        let mvcc = is_mvcc(scan.xs_snapshot);
+        let state = &mut *(scan.opaque as *mut ScanState);
+        let cache = ScanCache::for_fetch(&mut state.cache, scan.indexRelation, mvcc);
+        let tids: Vec<pg_sys::ItemPointerData> = matches(scan.indexRelation, &state.query, cache)
             .into_iter()
             .map(|(_, tid)| item_pointer(tid))
             .collect();
@@ -227,20 +315,26 @@ fn hits(rows: Vec<Row>, order_by: &[Option<u64>]) -> Vec<Hit> {
 /// The results a scan returns first, and the phases still to read after them. An ORDER BY
 /// without a ball reads the rows within max_distance of its first query through the tables,
 /// then, only if the scan goes on, the farther rows and the NULL rows.
-fn first_results(index: pg_sys::Relation, query: &Query) -> (Vec<Hit>, Vec<Later>) {
+fn first_results(
+    index: pg_sys::Relation,
+    query: &Query,
+    cache: &mut ScanCache,
+) -> (Vec<Hit>, Vec<Later>) {
     match query.order_by.first() {
         Some(&Some(q)) if query.balls.is_empty() && !query.nothing => {
-            let m = meta::read(index);
             let near = Query {
-                balls: vec![(q, m.max_distance)],
+                balls: vec![(q, cache.meta.max_distance)],
                 ..query.clone()
             };
             (
-                hits(matches(index, &near), &query.order_by),
+                hits(matches(index, &near, cache), &query.order_by),
                 vec![Later::FarRows, Later::NullRows],
             )
         }
-        _ => (hits(matches(index, query), &query.order_by), Vec::new()),
+        _ => (
+            hits(matches(index, query, cache), &query.order_by),
+            Vec::new(),
+        ),
     }
 }
 
@@ -263,23 +357,20 @@ fn later_results(index: pg_sys::Relation, query: &Query, phase: Later) -> Vec<Hi
 
 /// Every row within all of the query's balls (every row, NULL ones too, when it has none),
 /// each TID once.
-fn matches(index: pg_sys::Relation, query: &Query) -> Vec<Row> {
+fn matches(index: pg_sys::Relation, query: &Query, cache: &mut ScanCache) -> Vec<Row> {
     if query.nothing {
         return Vec::new();
     }
-    let m = meta::read(index);
     let within_all = |fp: u64| query.balls.iter().all(|&(c, r)| hamming(fp, c) <= r);
     let mut found: Vec<Row> = Vec::new();
     match query.balls.iter().min_by_key(|b| b.1) {
-        Some(&(center, radius)) if radius <= m.max_distance => {
-            let layout = meta::layout(&m);
-            for (t, extent) in m.tables.iter().enumerate() {
-                let table = &layout.tables()[t];
+        Some(&(center, radius)) if radius <= cache.meta.max_distance => {
+            for (t, extent) in cache.meta.tables.iter().enumerate() {
                 probe(
                     index,
-                    table,
+                    &cache.layout.tables()[t],
                     extent.first_block,
-                    extent.pages,
+                    &mut cache.first_keys[t],
                     center,
                     radius,
                     |fp, tid| {
@@ -289,16 +380,20 @@ fn matches(index: pg_sys::Relation, query: &Query) -> Vec<Row> {
                     },
                 );
             }
-            for_each_pending(index, &m, |fp, tid| {
-                if fp.is_some_and(within_all) {
-                    found.push((fp, tid));
+            let meta = &cache.meta;
+            let pending = cache
+                .pending
+                .get_or_insert_with(|| PendingRows::read(index, meta));
+            pending.probe(&cache.layout, center, radius, |row| {
+                if row.0.is_some_and(within_all) {
+                    found.push(row);
                 }
             });
             // A row sharing a prefix in several tables is found once per table.
             found.sort_unstable_by_key(|&(_, tid)| tid);
             found.dedup_by_key(|&mut (_, tid)| tid);
         }
-        _ => for_each_row(index, &m, |fp, tid| {
+        _ => for_each_row(index, &cache.meta, |fp, tid| {
             if fp.map_or(query.balls.is_empty(), within_all) {
                 found.push((fp, tid));
             }
@@ -308,32 +403,36 @@ fn matches(index: pg_sys::Relation, query: &Query) -> Vec<Row> {
 }
 
 /// Calls `emit` with the rows of one table whose permuted value shares the query's prefix
-/// and lies within `radius`.
+/// and lies within `radius`. `first_keys` caches the first key of the pages the binary
+/// search reads (one slot per page of the table).
 fn probe(
     index: pg_sys::Relation,
     table: &Permutation,
     first: u32,
-    pages: u32,
+    first_keys: &mut [Option<u64>],
     center: u64,
     radius: u32,
     mut emit: impl FnMut(u64, Tid),
 ) {
+    let pages = first_keys.len() as u32;
     if pages == 0 {
         return;
     }
     let q = table.apply(center);
     let (lo, hi) = table.prefix_range(q);
-    let first_key = |block: u32| {
-        let locked = read(index, block);
-        // SAFETY: a locked table page.
-        let contents = unsafe { page::contents(locked.page()) };
-        entries(contents).next().map_or(u64::MAX, |e| e.key)
+    let mut first_key = |page: u32| {
+        *first_keys[page as usize].get_or_insert_with(|| {
+            let locked = read(index, first + page);
+            // SAFETY: a locked table page.
+            let contents = unsafe { page::contents(locked.page()) };
+            entries(contents).next().map_or(u64::MAX, |e| e.key)
+        })
     };
     // The first page whose first key is >= lo; the page before it may end with matches.
     let (mut lo_page, mut hi_page) = (0u32, pages);
     while lo_page < hi_page {
         let mid = (lo_page + hi_page) / 2;
-        if first_key(first + mid) < lo {
+        if first_key(mid) < lo {
             lo_page = mid + 1;
         } else {
             hi_page = mid;
@@ -388,6 +487,17 @@ fn for_each_pending(index: pg_sys::Relation, m: &Meta, mut emit: impl FnMut(Opti
             block = page::next(locked.page());
         }
     }
+}
+
+/// `IsMVCCSnapshot()`: only such a snapshot lets a scan reuse what it read for its rescans.
+fn is_mvcc(snapshot: pg_sys::Snapshot) -> bool {
+    // SAFETY: the executor sets xs_snapshot before fetching; a NULL one is not MVCC.
+    unsafe { snapshot.as_ref() }.is_some_and(|s| {
+        matches!(
+            s.snapshot_type,
+            pg_sys::SnapshotType::SNAPSHOT_MVCC | pg_sys::SnapshotType::SNAPSHOT_HISTORIC_MVCC
+        )
+    })
 }
 
 fn read(index: pg_sys::Relation, block: u32) -> Locked {

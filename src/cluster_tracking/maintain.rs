@@ -7,7 +7,6 @@
 
 use super::{TrackingArgs, ADVISORY_LOCK_SPACE};
 use crate::errors;
-use crate::table_args::relation_name;
 use neardup_core::cluster_plans::{plan_insert, plan_split, Neighbor};
 use neardup_core::simhash::hamming;
 use pgrx::datum::DatumWithOid;
@@ -31,27 +30,10 @@ pub struct Maintainer {
 }
 
 impl Maintainer {
-    pub fn new(table: &str, args: &[String]) -> Maintainer {
-        let args = TrackingArgs::parse(args);
-        let schema = Spi::get_one::<String>(
-            "SELECT quote_ident(n.nspname) FROM pg_extension e
-             JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'neardup'",
-        )
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| {
-            error!("neardup_track_clusters: the neardup extension is not installed")
-        });
-        Maintainer {
-            table: table.to_string(),
-            clusters: relation_name("neardup_track_clusters", args.clusters),
-            schema,
-            args,
-        }
-    }
-
-    /// Serializes cluster maintenance per cluster table until the transaction ends.
-    pub fn lock(&self, client: &mut SpiClient<'_>) {
+    /// Checks the arguments, resolves the names, and takes the lock that serializes cluster
+    /// maintenance per cluster table until the transaction ends — in one query, as a
+    /// single-row INSERT pays for every query its trigger runs.
+    pub fn open(client: &mut SpiClient<'_>, table: pg_sys::Oid, args: &[String]) -> Maintainer {
         // SAFETY: reading a backend-local global set at transaction start.
         if unsafe { pg_sys::XactIsoLevel } >= pg_sys::XACT_REPEATABLE_READ as i32 {
             errors::raise_with_hint(
@@ -61,14 +43,40 @@ impl Maintainer {
                  would stay invisible and clusters that should merge would not.",
             );
         }
-        run(
+        let args = TrackingArgs::parse(args);
+        let row = select(
             client,
-            "SELECT pg_advisory_xact_lock($1, $2)",
+            "SELECT c.oid::regclass::text, $2::oid::regclass::text,
+                    (SELECT quote_ident(n.nspname) FROM pg_extension e
+                     JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'neardup'),
+                    pg_advisory_xact_lock($3, (c.oid::bigint - CASE WHEN c.oid::bigint > 2147483647
+                                                             THEN 4294967296 ELSE 0 END)::int)::text
+             FROM (SELECT to_regclass($1)::oid AS oid) c",
             &[
+                args.clusters.as_str().into(),
+                table.into(),
                 ADVISORY_LOCK_SPACE.into(),
-                (self.args.clusters.to_u32() as i32).into(),
             ],
-        );
+        )
+        .first();
+        let Ok(Some(clusters)) = row.get::<String>(1) else {
+            errors::invalid_parameter(format!(
+                "neardup_track_clusters: cluster table \"{}\" does not exist",
+                args.clusters
+            ));
+        };
+        Maintainer {
+            clusters,
+            table: row
+                .get::<String>(2)
+                .ok()
+                .flatten()
+                .expect("the trigger's table"),
+            schema: row.get::<String>(3).ok().flatten().unwrap_or_else(|| {
+                error!("neardup_track_clusters: the neardup extension is not installed")
+            }),
+            args,
+        }
     }
 
     pub fn truncate(&self, client: &mut SpiClient<'_>) {
@@ -78,19 +86,12 @@ impl Maintainer {
     /// New rows join the clusters of their near-duplicates, merging the clusters they bridge.
     pub fn insert(&self, client: &mut SpiClient<'_>, rows: &Rows) {
         let source = self.source(rows);
-        let mut new_rows: Vec<i64> = select(
-            client,
-            &format!("SELECT id FROM ({source}) s"),
-            &[filter_arg(rows)],
-        )
-        .map(|row| self.id_of(row.get::<i64>(1)))
-        .collect();
         let links_query = format!(
             "SELECT s.id, t.{id}::bigint, c.cluster_id
              FROM ({source}) s
-             JOIN {table} t ON t.{sig} OPERATOR({schema}.<@) {schema}.hamming_ball(s.fp, {k})
-             LEFT JOIN {clusters} c ON c.id = t.{id}
-             WHERE t.{id}::bigint <> s.id",
+             LEFT JOIN {table} t ON t.{sig} OPERATOR({schema}.<@) {schema}.hamming_ball(s.fp, {k})
+                                AND t.{id}::bigint <> s.id
+             LEFT JOIN {clusters} c ON c.id = t.{id}",
             id = self.args.id,
             sig = self.args.signature,
             k = self.args.max_distance,
@@ -98,16 +99,21 @@ impl Maintainer {
             table = self.table,
             clusters = self.clusters,
         );
-        let links: Vec<(i64, Neighbor)> = select(client, &links_query, &[filter_arg(rows)])
-            .map(|row| {
-                let new = self.id_of(row.get::<i64>(1));
-                let other = self.id_of(row.get::<i64>(2));
-                match row.get::<i64>(3).ok().flatten() {
-                    Some(label) => (new, Neighbor::Cluster(label)),
-                    None => (new, Neighbor::NewRow(other)),
-                }
-            })
-            .collect();
+        // One row per (new row, neighbour); a new row without neighbours comes once with
+        // a NULL neighbour.
+        let mut new_rows = Vec::new();
+        let mut links: Vec<(i64, Neighbor)> = Vec::new();
+        for row in select(client, &links_query, &[filter_arg(rows)]) {
+            let new = self.id_of(row.get::<i64>(1));
+            new_rows.push(new);
+            let Some(other) = row.get::<i64>(2).ok().flatten() else {
+                continue;
+            };
+            links.push(match row.get::<i64>(3).ok().flatten() {
+                Some(label) => (new, Neighbor::Cluster(label)),
+                None => (new, Neighbor::NewRow(other)),
+            });
+        }
         // A neighbour in no cluster and not new was never tracked: cluster it now, so every
         // label stays the id of a member.
         new_rows.extend(links.iter().filter_map(|&(_, n)| match n {
@@ -123,7 +129,7 @@ impl Maintainer {
                 client,
                 &format!(
                     "UPDATE {} c SET cluster_id = m.new FROM unnest($1::bigint[], $2::bigint[]) AS m(old, new)
-                     WHERE c.cluster_id = m.old",
+                     WHERE c.cluster_id = m.old AND c.cluster_id = ANY($1)",
                     self.clusters
                 ),
                 &[old.into(), new.into()],
@@ -197,7 +203,7 @@ impl Maintainer {
                 client,
                 &format!(
                     "UPDATE {} c SET cluster_id = m.label FROM unnest($1::bigint[], $2::bigint[]) AS m(id, label)
-                     WHERE c.id = m.id",
+                     WHERE c.id = m.id AND c.id = ANY($1)",
                     self.clusters
                 ),
                 &[moved.into(), moved_to.into()],
@@ -310,7 +316,7 @@ impl Maintainer {
                              FROM {clusters} m JOIN {table} t ON t.{id} = m.id
                              WHERE m.cluster_id = ANY($1)) t
                        ORDER BY neardup_cluster, {order}) r
-                 WHERE c.cluster_id = r.neardup_cluster
+                 WHERE c.cluster_id = r.neardup_cluster AND c.cluster_id = ANY($1)
                    AND c.is_representative IS DISTINCT FROM (c.id = r.neardup_member)",
                 clusters = self.clusters,
                 table = self.table,

@@ -17,7 +17,7 @@
 mod maintain;
 
 use crate::errors;
-use crate::table_args::{checked_distance, quote_ident, relation_name};
+use crate::table_args::{checked_distance, quote_ident};
 use maintain::{Maintainer, Rows};
 use pgrx::prelude::*;
 use pgrx::{PgSqlErrorCode, PgTrigger, PgTriggerError};
@@ -42,11 +42,11 @@ fn neardup_track_clusters<'a>(
         protocol_violation("must be fired AFTER … FOR EACH STATEMENT");
     }
     let args = trigger.extra_args()?;
-    let table = relation_name("neardup_track_clusters", trigger.relid()?);
+    let table = trigger.relid()?;
     let event = trigger.event();
+    let no_jit = WithoutJit::new();
     Spi::connect_mut(|client| {
-        let maintainer = Maintainer::new(&table, &args);
-        maintainer.lock(client);
+        let maintainer = Maintainer::open(client, table, &args);
         if event.fired_by_truncate() {
             maintainer.truncate(client);
             return;
@@ -72,12 +72,46 @@ fn neardup_track_clusters<'a>(
             maintainer.update(client, &quote_ident(old), &quote_ident(new));
         }
     });
+    no_jit.end();
     Ok(None)
+}
+
+/// `jit = off` for the trigger's own queries, as a function's `SET jit = off` clause would
+/// do. A bulk statement's neighbour join is costed high enough to be JIT-compiled, which
+/// took longer than running it. The user's setting comes back when the trigger returns; if
+/// it fails, the transaction's abort restores it.
+struct WithoutJit(i32);
+
+impl WithoutJit {
+    fn new() -> WithoutJit {
+        // SAFETY: plain GUC calls on the backend's own state; the nest level is closed by
+        // end(), or by the abort of the transaction.
+        unsafe {
+            let level = pg_sys::NewGUCNestLevel();
+            pg_sys::set_config_option(
+                c"jit".as_ptr(),
+                c"off".as_ptr(),
+                pg_sys::GucContext::PGC_USERSET,
+                pg_sys::GucSource::PGC_S_SESSION,
+                pg_sys::GucAction::GUC_ACTION_SAVE,
+                true,
+                0,
+                false,
+            );
+            WithoutJit(level)
+        }
+    }
+
+    fn end(self) {
+        // SAFETY: closes the nest level opened in new().
+        unsafe { pg_sys::AtEOXact_GUC(true, self.0) }
+    }
 }
 
 /// The trigger's arguments, checked.
 struct TrackingArgs {
-    clusters: pg_sys::Oid,
+    /// The cluster table's name, as given.
+    clusters: String,
     id: String,
     signature: String,
     max_distance: u32,
@@ -93,18 +127,6 @@ impl TrackingArgs {
                 args.len()
             ));
         }
-        let clusters = Spi::get_one_with_args::<pg_sys::Oid>(
-            "SELECT to_regclass($1)::oid",
-            &[args[0].as_str().into()],
-        )
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| {
-            errors::invalid_parameter(format!(
-                "neardup_track_clusters: cluster table \"{}\" does not exist",
-                args[0]
-            ))
-        });
         let max_distance = args[3].trim().parse::<i32>().unwrap_or_else(|_| {
             errors::invalid_parameter(format!(
                 "neardup_track_clusters: max distance \"{}\" is not an integer",
@@ -112,7 +134,7 @@ impl TrackingArgs {
             ))
         });
         TrackingArgs {
-            clusters,
+            clusters: args[0].clone(),
             id: quote_ident(&args[1]),
             signature: quote_ident(&args[2]),
             max_distance: checked_distance(max_distance),

@@ -52,7 +52,12 @@ fn a_stream_of_inserts_ends_in_the_batch_clusters() {
             start + 36
         ))
         .unwrap();
-        assert_eq!(tracked_clusters(), batch_clusters("rank DESC"), "after rows up to {}", start + 36);
+        assert_eq!(
+            tracked_clusters(),
+            batch_clusters("rank DESC"),
+            "after rows up to {}",
+            start + 36
+        );
     }
     let clusters = Spi::get_one::<i64>(
         "SELECT count(DISTINCT cluster_id) FROM page_clusters WHERE cluster_id <> id",
@@ -74,7 +79,11 @@ fn deletes_split_clusters_and_promote_representatives() {
             "DELETE FROM pages WHERE id = ANY((({representatives}))[1:2]) OR id % 17 = {round}"
         ))
         .unwrap();
-        assert_eq!(tracked_clusters(), batch_clusters("rank DESC"), "round {round}");
+        assert_eq!(
+            tracked_clusters(),
+            batch_clusters("rank DESC"),
+            "round {round}"
+        );
     }
     // A chain 1000 — 1001 — 1002 falls apart when its middle goes.
     Spi::run(

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# What keeping clusters current costs: the same writes into two copies of a table of ROWS
+# fingerprints (default 1 M; 80 % random, 20 % in near-copy families), both with a primary
+# key and a hamming index, one of them tracked by neardup_cluster_tracking(..., 3). Prints
+# each tracked figure next to the plain one from the same run, and the ratio:
+#   (a) setting tracking up (cluster table filled by neardup_clusters) vs neardup_clusters;
+#   (b) INSERT … SELECT of BATCH rows (half near copies of existing rows, half new) in one
+#       statement;
+#   (c) SINGLE single-row INSERT statements, each its own transaction, through one psql;
+#   (d) UPDATE of the signatures of BATCH/10 rows (small changes: tier 1; large: tier 2);
+#   (e) DELETE of BATCH/10 rows.
+# Usage: bench/cluster_tracking.sh     ROWS=200000 bench/cluster_tracking.sh
+#        SKIP_INSTALL=1 bench/cluster_tracking.sh   (benchmarks the build already installed)
+source "$(dirname "$0")/lib.sh"
+DIR=/tmp/neardup-bench-tracking
+ROWS=${ROWS:-1000000}
+BATCH=${BATCH:-20000}
+SINGLE=${SINGLE:-2000}
+T0=$SECONDS
+
+[[ -n ${SKIP_INSTALL:-} ]] || install_extension
+cluster_start "$DIR" "shared_buffers = '1GB'" "maintenance_work_mem = '1GB'" "work_mem = '256MB'" \
+    "autovacuum = off" "max_wal_size = '8GB'" "checkpoint_timeout = '30min'"
+trap 'cluster_stop "$DIR"' EXIT
+q() { psql -XqAt -v ON_ERROR_STOP=1 "$@"; }
+wall_ms() { # SQL...: wall-clock time of the statements, in ms
+    local start args=() sql
+    for sql in "$@"; do args+=(-c "$sql"); done
+    start=$(date +%s%N)
+    q "${args[@]}" >/dev/null
+    echo $((($(date +%s%N) - start) / 1000000))
+}
+row() { # MEASURE TRACKED_MS PLAIN_MS
+    printf '%-52s %10s ms %10s ms %8s\n' "$1" "$2" "$3" "$(awk -v a="$2" -v b="$3" 'BEGIN { printf "%.2f", a / b }')"
+}
+
+echo "== $ROWS fingerprints in pages_plain and pages_tracked"
+q -c "CREATE EXTENSION neardup" -f "$ROOT/tests/integration/fingerprint_functions.sql"
+# (flip() runs a command per call, which a parallel plan cannot.)
+q -c "SET max_parallel_workers_per_gather = 0" -c "SELECT setseed(0.42)" \
+  -c "CREATE TABLE base AS SELECT i AS id, rnd64() AS fp FROM generate_series(1, $ROWS * 8 / 10) i" \
+  -c "INSERT INTO base SELECT $ROWS * 8 / 10 + i, flip(b.fp, 1 + i % 4)
+      FROM generate_series(1, $ROWS * 2 / 10) i JOIN base b ON b.id = 1 + i / 10" \
+  -c "CREATE TABLE pages_plain (id bigint PRIMARY KEY, fp simhash64, rank int)" \
+  -c "CREATE TABLE pages_tracked (id bigint PRIMARY KEY, fp simhash64, rank int)" \
+  -c "INSERT INTO pages_plain SELECT id, fp::simhash64, id % 10 FROM base" \
+  -c "INSERT INTO pages_tracked SELECT id, fp::simhash64, id % 10 FROM base" \
+  -c "CREATE INDEX ON pages_plain USING hamming (fp)" -c "CREATE INDEX ON pages_tracked USING hamming (fp)" \
+  -c "VACUUM ANALYZE pages_plain, pages_tracked"
+# The rows both tables receive, drawn once so both get the same.
+q -c "SET max_parallel_workers_per_gather = 0" -c "SELECT setseed(0.7)" \
+  -c "CREATE TABLE arrivals AS SELECT $ROWS + i AS id,
+          CASE WHEN i % 2 = 0 THEN flip(b.fp, 1 + i % 3) ELSE rnd64() END AS fp
+      FROM generate_series(1, $BATCH + $SINGLE) i JOIN base b ON b.id = 1 + (i * 7919) % $ROWS"
+
+printf '%-52s %13s %13s %8s\n' measure tracked plain ratio
+setup_ms=$(wall_ms "SELECT neardup_cluster_tracking('pages_tracked', 'page_clusters', 'id', 'fp', 3, 'rank, id')")
+row "(a) tracking set up vs neardup_clusters, $ROWS rows" "$setup_ms" \
+    "$(wall_ms "SELECT count(*) FROM neardup_clusters('pages_plain', 'id', 'fp', 3, 'rank, id')")"
+
+insert_batch() { wall_ms "INSERT INTO $1 SELECT id, fp::simhash64, id % 10 FROM arrivals WHERE id <= $ROWS + $BATCH"; }
+plain=$(insert_batch pages_plain)
+row "(b) INSERT … SELECT of $BATCH rows, one statement" "$(insert_batch pages_tracked)" "$plain"
+
+single_file() { # TABLE: one INSERT statement per row
+    q -c "SELECT format('INSERT INTO $1 VALUES (%s, %L, %s);', id, fp::simhash64, id % 10)
+          FROM arrivals WHERE id > $ROWS + $BATCH ORDER BY id" >"$DIR/single_$1.sql"
+}
+single_file pages_plain
+single_file pages_tracked
+single_ms() {
+    local start
+    start=$(date +%s%N)
+    q -f "$DIR/single_$1.sql" >/dev/null
+    echo $((($(date +%s%N) - start) / 1000000))
+}
+plain=$(single_ms pages_plain)
+tracked=$(single_ms pages_tracked)
+row "(c) $SINGLE single-row INSERT statements" "$tracked" "$plain"
+echo "    per row: tracked $(awk -v t="$tracked" -v n="$SINGLE" 'BEGIN { printf "%.3f", t / n }') ms, plain $(awk -v t="$plain" -v n="$SINGLE" 'BEGIN { printf "%.3f", t / n }') ms"
+
+changed=$((BATCH / 10))
+update() { wall_ms "UPDATE $1 SET fp = (CASE WHEN id % 2 = 0 THEN fp::bigint # 1 ELSE fp::bigint # 4294967295 END)::simhash64
+                    WHERE id % $((ROWS / changed)) = 3"; }
+plain=$(update pages_plain)
+row "(d) UPDATE of $changed signatures, one statement" "$(update pages_tracked)" "$plain"
+delete() { wall_ms "DELETE FROM $1 WHERE id % $((ROWS / changed)) = 5"; }
+plain=$(delete pages_plain)
+row "(e) DELETE of $changed rows, one statement" "$(delete pages_tracked)" "$plain"
+
+echo "   $(q -c "SELECT count(*) || ' tracked rows in ' || count(DISTINCT cluster_id) || ' clusters, ' ||
+    (SELECT count(*) FROM (SELECT cluster_id FROM page_clusters GROUP BY 1 HAVING count(*) > 1) c) || ' with more than one row'
+    FROM page_clusters")"
+echo "== $((SECONDS - T0)) s in all"
