@@ -24,6 +24,14 @@ pub fn invalid_text(type_name: &str, input: &str, detail: impl std::fmt::Display
     )
 }
 
+/// 22P03: bytes that are not a valid binary value of the type.
+pub fn invalid_binary(type_name: &str, detail: impl std::fmt::Display) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INVALID_BINARY_REPRESENTATION,
+        format!("invalid binary {type_name}: {detail}"),
+    )
+}
+
 /// 22023: an argument outside what the function accepts.
 pub fn invalid_parameter(message: impl Into<String>) -> ! {
     raise(
@@ -38,4 +46,9 @@ pub fn null_not_allowed(message: impl Into<String>) -> ! {
         PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
         message.into(),
     )
+}
+
+/// XX001: stored bytes that no version of the encoding could have written.
+pub fn corrupted(message: impl Into<String>) -> ! {
+    raise(PgSqlErrorCode::ERRCODE_DATA_CORRUPTED, message.into())
 }

@@ -9,11 +9,14 @@ use pgrx::prelude::*;
 
 mod am;
 mod batch;
+mod bloom_signature;
 mod cluster_tracking;
 mod clusters;
 mod errors;
 mod hamming_query;
+mod shingling;
 mod simhash64;
+mod stored_type;
 mod table_args;
 mod text_functions;
 
@@ -23,6 +26,7 @@ mod text_functions;
 pub extern "C-unwind" fn _PG_init() {
     am::options::init();
     hamming_query::init();
+    shingling::init();
 }
 
 #[cfg(test)]
@@ -45,5 +49,7 @@ mod tests {
     include!("am/sql_tests.rs");
     include!("clusters_tests.rs");
     include!("cluster_tracking/tests.rs");
+    include!("bloom_signature_tests.rs");
+    include!("shingling/tests.rs");
     include!("hamming_query/tests.rs");
 }

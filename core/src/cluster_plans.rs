@@ -183,7 +183,7 @@ mod tests {
                 for _ in 0..rng.next() % 4 {
                     fp ^= 1 << (rng.next() % 8);
                 }
-                let fp = (rng.next() % 10 != 0).then_some(fp);
+                let fp = (!rng.next().is_multiple_of(10)).then_some(fp);
                 (i as i64 * 7 % 1000 + 1, fp)
             })
             .collect()

@@ -1,0 +1,75 @@
+//! Golden vectors: (num_hashes, shingle, text) → minhash sketch and supershingles that must
+//! never change. Sketches and supershingle vectors are stored, and compared with sketches
+//! computed years later: if this test fails, a change altered the tokenizer, the shingle
+//! hashes, the hash family (seed, generator, arithmetic) or the supershingle hash, and every
+//! stored value is silently wrong. That is a breaking change, not a test to update.
+//!
+//! Format of `tests/golden_minhash.tsv` (repository root), tab-separated: num_hashes,
+//! shingle, text (with `\n`, `\t` and `\\` escaped), the sketch's text form, and the
+//! supershingles' text form, or `-` where the sketch size has none.
+
+use neardup_core::minhash::{minhash_text, MinhashOptions, MinhashSketch};
+use neardup_core::supershingles::{supershingles, SupershingleVector};
+
+const GOLDEN: &str = include_str!("../../tests/golden_minhash.tsv");
+
+fn unescape(s: &str) -> String {
+    let mut out = String::new();
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('n') => out.push('\n'),
+                Some('t') => out.push('\t'),
+                Some('\\') => out.push('\\'),
+                other => panic!("bad escape \\{other:?}"),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[test]
+fn golden_vectors_are_unchanged() {
+    let mut checked = 0;
+    for line in GOLDEN
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let cols: Vec<&str> = line.split('\t').collect();
+        assert_eq!(cols.len(), 5, "malformed line: {line}");
+        let options =
+            MinhashOptions::new(cols[0].parse().unwrap(), cols[1].parse().unwrap()).unwrap();
+        let text = unescape(cols[2]);
+        let sketch = minhash_text(text.as_bytes(), &options);
+        assert_eq!(
+            sketch.to_string(),
+            cols[3],
+            "minhash changed for {:?} with {options:?}",
+            cols[2]
+        );
+        assert_eq!(
+            MinhashSketch::from_text(cols[3].as_bytes()),
+            Ok(sketch.clone())
+        );
+        match supershingles(&sketch) {
+            Ok(vector) => {
+                assert_eq!(
+                    vector.to_string(),
+                    cols[4],
+                    "supershingles changed for {:?}",
+                    cols[2]
+                );
+                assert_eq!(
+                    SupershingleVector::from_text(cols[4].as_bytes()),
+                    Ok(vector)
+                );
+            }
+            Err(_) => assert_eq!(cols[4], "-", "no supershingles for {options:?}"),
+        }
+        checked += 1;
+    }
+    assert!(checked >= 30, "only {checked} golden vectors");
+}

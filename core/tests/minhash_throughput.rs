@@ -1,0 +1,124 @@
+//! Single-thread throughput of `minhash_text` (m = 84, 8-word shingles) over the Debian
+//! descriptions, next to the shingling alone, so the cost of the 84 permutations shows.
+//! A measurement, not a check, hence ignored by default:
+//!
+//! ```sh
+//! CARGO_TARGET_DIR=/tmp/target-minhash cargo test -p neardup-core --release \
+//!     --test minhash_throughput -- --ignored --nocapture
+//! ```
+//!
+//! Reads `pg_test_data/full/debian_descriptions.tsv` when it has been built, else the
+//! committed sample; `NEARDUP_CORPUS=path` picks another file of the same format.
+
+use neardup_core::features::{for_each_feature, FeatureKind, FeatureOptions};
+use neardup_core::minhash::{minhash_text, MinhashOptions};
+use neardup_core::supershingles::supershingles;
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::time::Instant;
+
+fn corpus_path() -> PathBuf {
+    if let Some(path) = std::env::var_os("NEARDUP_CORPUS") {
+        return path.into();
+    }
+    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../pg_test_data");
+    let full = data.join("full/debian_descriptions.tsv");
+    if full.exists() {
+        full
+    } else {
+        data.join("debian_descriptions_sample.tsv")
+    }
+}
+
+/// The `body` column (third) of each row, with COPY text escapes undone.
+fn bodies(tsv: &[u8]) -> Vec<Vec<u8>> {
+    let unescape = |field: &[u8]| {
+        let mut out = Vec::with_capacity(field.len());
+        let mut bytes = field.iter();
+        while let Some(&b) = bytes.next() {
+            out.push(match (b, bytes.as_slice().first()) {
+                (b'\\', Some(&e)) => {
+                    bytes.next();
+                    match e {
+                        b'n' => b'\n',
+                        b't' => b'\t',
+                        b'r' => b'\r',
+                        other => other,
+                    }
+                }
+                _ => b,
+            });
+        }
+        out
+    };
+    tsv.split(|&b| b == b'\n')
+        .filter_map(|row| row.splitn(3, |&b| b == b'\t').nth(2))
+        .map(unescape)
+        .collect()
+}
+
+/// MB/s of `f` over all bodies: the best of seven passes, so a descheduled moment on a
+/// shared machine does not decide the figure.
+fn megabytes_per_second(bodies: &[Vec<u8>], mut f: impl FnMut(&[u8])) -> f64 {
+    let bytes: usize = bodies.iter().map(Vec::len).sum();
+    let best = (0..7)
+        .map(|_| {
+            let start = Instant::now();
+            bodies.iter().for_each(|b| f(b));
+            start.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min);
+    bytes as f64 / 1e6 / best
+}
+
+#[test]
+#[ignore = "a measurement; run with --ignored --nocapture"]
+fn minhash_throughput() {
+    let path = corpus_path();
+    let tsv = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let bodies = bodies(&tsv);
+    let bytes: usize = bodies.iter().map(Vec::len).sum();
+    assert!(
+        bodies.len() > 1000,
+        "{} rows in {}",
+        bodies.len(),
+        path.display()
+    );
+    println!(
+        "{}: {} rows, {bytes} bytes of body text",
+        path.display(),
+        bodies.len()
+    );
+
+    let options = MinhashOptions::DEFAULT;
+    let shingles = FeatureOptions {
+        kind: FeatureKind::WordShingles(options.shingle()),
+        fold_case: true,
+    };
+    let mut count = 0usize;
+    for b in &bodies {
+        for_each_feature(b, &shingles, |_| count += 1);
+    }
+    let shingling = megabytes_per_second(&bodies, |b| {
+        let mut sum = 0u64;
+        for_each_feature(b, &shingles, |h| sum = sum.wrapping_add(h));
+        black_box(sum);
+    });
+    let sketching = megabytes_per_second(&bodies, |b| {
+        black_box(minhash_text(b, &options));
+    });
+    let with_supershingles = megabytes_per_second(&bodies, |b| {
+        black_box(supershingles(&minhash_text(b, &options)).expect("84 hashes"));
+    });
+    let per_shingle = |mb_per_s: f64| bytes as f64 / (mb_per_s * 1e6) / count as f64 * 1e9;
+    let sketch_ns = per_shingle(sketching) - per_shingle(shingling);
+    println!(
+        "{count} shingles, {:.1} bytes each",
+        bytes as f64 / count as f64
+    );
+    println!("8-word shingles, hashed only       {shingling:7.1} MB/s");
+    println!("minhash_text, m = 84               {sketching:7.1} MB/s");
+    println!("minhash_text + supershingles       {with_supershingles:7.1} MB/s");
+    println!("84 hash values and mins per shingle {sketch_ns:6.1} ns");
+    assert!(sketching > 0.0 && sketching <= shingling * 1.2);
+}

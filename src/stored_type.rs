@@ -1,0 +1,108 @@
+//! Variable-length SQL types whose bytes are a core value's versioned binary encoding
+//! (`to_bytes` / `from_bytes`, specified and golden-tested in the core): the stored form
+//! never depends on Rust's memory layout or on a serializer's choices.
+//!
+//! `stored_type!(Wrapper, CoreType, "sql_name")` declares `Wrapper(pub CoreType)` and how it
+//! crosses the function-call boundary: detoasted and decoded on the way in, encoded into a
+//! fresh varlena on the way out.
+
+/// Core values that have a stable binary encoding.
+pub trait StoredBytes: Sized {
+    fn encode(&self) -> Vec<u8>;
+    fn decode(bytes: &[u8]) -> Result<Self, String>;
+}
+
+/// The bytes of a varlena datum, detoasted.
+///
+/// # Safety
+/// `datum` must be a non-NULL varlena datum.
+pub unsafe fn varlena_bytes<'a>(datum: pgrx::pg_sys::Datum) -> &'a [u8] {
+    // SAFETY: the caller guarantees a varlena; the detoasted copy (if any) lives in the
+    // current memory context for the rest of the call.
+    unsafe {
+        let detoasted = pgrx::pg_sys::pg_detoast_datum_packed(datum.cast_mut_ptr());
+        pgrx::varlena::varlena_to_byte_slice(detoasted)
+    }
+}
+
+/// A new varlena holding `bytes`, in the current memory context.
+pub fn varlena_datum(bytes: &[u8]) -> pgrx::pg_sys::Datum {
+    let varlena = pgrx::varlena::rust_byte_slice_to_bytea(bytes);
+    pgrx::pg_sys::Datum::from(varlena.into_pg())
+}
+
+macro_rules! stored_type {
+    ($wrapper:ident, $core:ty, $sql:literal) => {
+        pub struct $wrapper(pub $core);
+
+        unsafe impl pgrx::pgrx_sql_entity_graph::metadata::SqlTranslatable for $wrapper {
+            const TYPE_IDENT: &'static str = pgrx::pgrx_resolved_type!($wrapper);
+            const TYPE_ORIGIN: pgrx::pgrx_sql_entity_graph::metadata::TypeOrigin =
+                pgrx::pgrx_sql_entity_graph::metadata::TypeOrigin::ThisExtension;
+            const ARGUMENT_SQL: Result<
+                pgrx::pgrx_sql_entity_graph::metadata::SqlMappingRef,
+                pgrx::pgrx_sql_entity_graph::metadata::ArgumentError,
+            > = Ok(pgrx::pgrx_sql_entity_graph::metadata::SqlMappingRef::literal($sql));
+            const RETURN_SQL: Result<
+                pgrx::pgrx_sql_entity_graph::metadata::ReturnsRef,
+                pgrx::pgrx_sql_entity_graph::metadata::ReturnsError,
+            > = Ok(pgrx::pgrx_sql_entity_graph::metadata::ReturnsRef::One(
+                pgrx::pgrx_sql_entity_graph::metadata::SqlMappingRef::literal($sql),
+            ));
+        }
+
+        impl pgrx::datum::FromDatum for $wrapper {
+            unsafe fn from_polymorphic_datum(
+                datum: pgrx::pg_sys::Datum,
+                is_null: bool,
+                _: pgrx::pg_sys::Oid,
+            ) -> Option<Self> {
+                if is_null {
+                    return None;
+                }
+                // SAFETY: a non-NULL datum of this varlena type.
+                let bytes = unsafe { $crate::stored_type::varlena_bytes(datum) };
+                match <$core as $crate::stored_type::StoredBytes>::decode(bytes) {
+                    Ok(value) => Some($wrapper(value)),
+                    Err(e) => $crate::errors::corrupted(format!("stored {} is corrupt: {e}", $sql)),
+                }
+            }
+        }
+
+        impl pgrx::datum::IntoDatum for $wrapper {
+            fn into_datum(self) -> Option<pgrx::pg_sys::Datum> {
+                Some($crate::stored_type::varlena_datum(
+                    &$crate::stored_type::StoredBytes::encode(&self.0),
+                ))
+            }
+
+            fn type_oid() -> pgrx::pg_sys::Oid {
+                pgrx::rust_regtypein::<Self>()
+            }
+        }
+
+        unsafe impl<'fcx> pgrx::callconv::ArgAbi<'fcx> for $wrapper
+        where
+            Self: 'fcx,
+        {
+            unsafe fn unbox_arg_unchecked(arg: pgrx::callconv::Arg<'_, 'fcx>) -> Self {
+                unsafe {
+                    arg.unbox_arg_using_from_datum()
+                        .expect("STRICT function got NULL")
+                }
+            }
+        }
+
+        unsafe impl pgrx::callconv::BoxRet for $wrapper {
+            unsafe fn box_into<'fcx>(
+                self,
+                fcinfo: &mut pgrx::callconv::FcInfo<'fcx>,
+            ) -> pgrx::datum::Datum<'fcx> {
+                let bytes = $crate::stored_type::StoredBytes::encode(&self.0);
+                unsafe { fcinfo.return_raw_datum($crate::stored_type::varlena_datum(&bytes)) }
+            }
+        }
+    };
+}
+
+pub(crate) use stored_type;
