@@ -6,7 +6,8 @@
 #   (a) setting tracking up (cluster table filled by neardup_clusters) vs neardup_clusters;
 #   (b) INSERT … SELECT of BATCH rows (half near copies of existing rows, half new) in one
 #       statement;
-#   (c) SINGLE single-row INSERT statements, each its own transaction, through one psql;
+#   (c) SINGLE/2 single-row INSERT statements, each its own transaction, through one psql,
+#       with (b)'s rows still in the index's pending list; (c') SINGLE/2 more after REINDEX;
 #   (d) UPDATE of the signatures of BATCH/10 rows (small changes: tier 1; large: tier 2);
 #   (e) DELETE of BATCH/10 rows.
 # Usage: bench/cluster_tracking.sh     ROWS=200000 bench/cluster_tracking.sh
@@ -62,22 +63,33 @@ insert_batch() { wall_ms "INSERT INTO $1 SELECT id, fp::simhash64, id % 10 FROM 
 plain=$(insert_batch pages_plain)
 row "(b) INSERT … SELECT of $BATCH rows, one statement" "$(insert_batch pages_tracked)" "$plain"
 
-single_file() { # TABLE: one INSERT statement per row
+single_file() { # TABLE HALF: one INSERT statement per row of that half of the single rows
+    local from=$((ROWS + BATCH + ($2 - 1) * SINGLE / 2))
     q -c "SELECT format('INSERT INTO $1 VALUES (%s, %L, %s);', id, fp::simhash64, id % 10)
-          FROM arrivals WHERE id > $ROWS + $BATCH ORDER BY id" >"$DIR/single_$1.sql"
+          FROM arrivals WHERE id > $from AND id <= $from + $SINGLE / 2 ORDER BY id" >"$DIR/single_$1_$2.sql"
 }
-single_file pages_plain
-single_file pages_tracked
-single_ms() {
+single_ms() { # TABLE HALF
     local start
     start=$(date +%s%N)
-    q -f "$DIR/single_$1.sql" >/dev/null
+    q -f "$DIR/single_$1_$2.sql" >/dev/null
     echo $((($(date +%s%N) - start) / 1000000))
 }
-plain=$(single_ms pages_plain)
-tracked=$(single_ms pages_tracked)
-row "(c) $SINGLE single-row INSERT statements" "$tracked" "$plain"
-echo "    per row: tracked $(awk -v t="$tracked" -v n="$SINGLE" 'BEGIN { printf "%.3f", t / n }') ms, plain $(awk -v t="$plain" -v n="$SINGLE" 'BEGIN { printf "%.3f", t / n }') ms"
+per_row() { awk -v t="$1" -v n="$((SINGLE / 2))" 'BEGIN { printf "%.3f", t / n }'; }
+for half in 1 2; do
+    single_file pages_plain $half
+    single_file pages_tracked $half
+    plain=$(single_ms pages_plain $half)
+    tracked=$(single_ms pages_tracked $half)
+    if ((half == 1)); then
+        label="(c) $((SINGLE / 2)) single-row INSERTs, $BATCH rows pending"
+    else
+        label="(c') the same after REINDEX (nothing pending)"
+    fi
+    row "$label" "$tracked" "$plain"
+    echo "    per row: tracked $(per_row "$tracked") ms, plain $(per_row "$plain") ms"
+    # Every scan reads the index's pending list in full; REINDEX folds it into the tables.
+    ((half == 2)) || q -c "REINDEX TABLE pages_plain" -c "REINDEX TABLE pages_tracked"
+done
 
 changed=$((BATCH / 10))
 update() { wall_ms "UPDATE $1 SET fp = (CASE WHEN id % 2 = 0 THEN fp::bigint # 1 ELSE fp::bigint # 4294967295 END)::simhash64

@@ -6,18 +6,20 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$ROOT/scripts/setup.sh"
 source "$ROOT/scripts/cluster.sh"
 
-# bench_cluster DIR: starts the cluster and loads the full corpus (built on first use; the
-# committed sample when the archive cannot be reached) into table docs(id, package, body).
+# bench_cluster DIR [postgresql.conf lines...]: starts the cluster and loads the full corpus
+# (built on first use; the committed sample when the archive cannot be reached) into table
+# docs(id, package, body); CORPUS is left naming the file loaded. Builds and installs the
+# extension first unless SKIP_INSTALL=1 (then it benchmarks the build already installed).
 bench_cluster() {
-    local corpus=$ROOT/pg_test_data/full/debian_descriptions.tsv
-    [[ -f $corpus ]] || "$ROOT/pg_test_data/build_corpus.sh" || corpus=$ROOT/pg_test_data/debian_descriptions_sample.tsv
-    [[ -f $corpus ]] || corpus=$ROOT/pg_test_data/debian_descriptions_sample.tsv
-    install_extension
-    cluster_start "$1" "shared_buffers = '512MB'"
+    CORPUS=$ROOT/pg_test_data/full/debian_descriptions.tsv
+    [[ -f $CORPUS ]] || "$ROOT/pg_test_data/build_corpus.sh" || true
+    [[ -f $CORPUS ]] || CORPUS=$ROOT/pg_test_data/debian_descriptions_sample.tsv
+    [[ -n ${SKIP_INSTALL:-} ]] || install_extension
+    cluster_start "$1" "shared_buffers = '512MB'" "${@:2}"
     psql -qX -v ON_ERROR_STOP=1 <<SQL
 CREATE EXTENSION neardup;
 CREATE TABLE docs (id bigint PRIMARY KEY, package text NOT NULL, body text NOT NULL);
-\copy docs FROM '$corpus'
+\copy docs FROM '$CORPUS'
 VACUUM ANALYZE docs;
 SQL
     echo "corpus: $(psql -AtX -c "SELECT count(*) || ' rows, ' || round(sum(octet_length(body)) / 1e6, 1) || ' MB of text' FROM docs")"
@@ -32,4 +34,32 @@ exec_ms() {
 median_ms() {
     local rounds=$1 sql=$2
     for _ in $(seq "$rounds"); do exec_ms "$sql"; done | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
+}
+
+# wall_ms SQL...: wall-clock milliseconds of the statements, run in one session (for DDL,
+# which EXPLAIN cannot time).
+wall_ms() {
+    local args=() sql start
+    for sql in "$@"; do args+=(-c "$sql"); done
+    start=$(date +%s%N)
+    psql -qAtX -v ON_ERROR_STOP=1 "${args[@]}" >/dev/null
+    echo $((($(date +%s%N) - start) / 1000000))
+}
+
+# result MEASURE VALUE UNIT [BASELINE BASELINE-VALUE]: prints one line (ratio = VALUE /
+# BASELINE-VALUE, written 1/x below 0.1) and keeps it for print_summary.
+SUMMARY=()
+RESULT_FORMAT='%-44s %10s %-5s %-40s %10s %8s'
+result() {
+    local line
+    line=$(awk -v f="$RESULT_FORMAT" -v m="$1" -v v="$2" -v u="$3" -v b="${4:--}" -v bv="${5:--}" 'BEGIN {
+        r = "-"
+        if (bv + 0 > 0) r = (v / bv >= 0.1 || v + 0 == 0) ? sprintf("%.3g", v / bv) : sprintf("1/%.3g", bv / v)
+        printf f, m, v, u, b, bv, r }')
+    SUMMARY+=("$line")
+    echo "$line"
+}
+print_summary() {
+    printf "$RESULT_FORMAT\n" measure value unit baseline value ratio
+    printf '%s\n' "${SUMMARY[@]}"
 }

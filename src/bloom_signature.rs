@@ -4,7 +4,7 @@
 //! operators and comments are `sql/bloom_signature.sql`.
 
 use crate::errors;
-use crate::stored_type::{stored_type, StoredBytes};
+use crate::stored_type::{rest_of_message, stored_type, StoredBytes};
 use neardup_core::bloom::{bloom_match, bloom_similarity, BloomError, BloomParams, BloomSignature};
 use neardup_core::bloom::{bloom_of, DEFAULT_BITS};
 use neardup_core::chunking::{chunks, ChunkSize, DEFAULT_CHUNK_SIZE};
@@ -63,20 +63,10 @@ fn bloom_signature_out(value: Bloom) -> CString {
 }
 
 #[pg_extern(immutable, strict, parallel_safe, requires = ["bloom_signature_shell"])]
-fn bloom_signature_recv(mut buf: Internal) -> Bloom {
-    // SAFETY: a type's receive function is always called with a StringInfo.
-    let buf = unsafe { buf.get_mut::<pg_sys::StringInfoData>() }.expect("receive buffer");
-    // SAFETY: the unread part of the message, which this call consumes.
-    let rest = unsafe {
-        let n = (buf.len - buf.cursor) as usize;
-        let bytes = std::slice::from_raw_parts(buf.data.add(buf.cursor as usize) as *const u8, n);
-        buf.cursor = buf.len;
-        bytes
-    };
-    match BloomSignature::from_bytes(rest) {
-        Ok(v) => Bloom(v),
-        Err(e) => errors::invalid_binary("bloom_signature", e),
-    }
+fn bloom_signature_recv(buf: Internal) -> Bloom {
+    BloomSignature::from_bytes(rest_of_message(buf))
+        .map(Bloom)
+        .unwrap_or_else(|e| errors::invalid_binary("bloom_signature", e))
 }
 
 #[pg_extern(immutable, strict, parallel_safe, requires = ["bloom_signature_shell"])]

@@ -4,16 +4,6 @@ fn bloom_real(q: &str) -> f64 {
     Spi::get_one::<f64>(q).unwrap().unwrap()
 }
 
-/// `words(n, seed)`: n distinct pseudo-random words, as a document body.
-fn bloom_words_function() {
-    Spi::run(
-        "CREATE FUNCTION words(n int, seed int) RETURNS text LANGUAGE sql IMMUTABLE AS $$
-             SELECT string_agg(substr(md5((seed * 100000 + i)::text), 1, 3 + i % 7), ' ' ORDER BY i)
-             FROM generate_series(1, n) i $$;",
-    )
-    .unwrap();
-}
-
 #[pg_test]
 fn bloom_golden_vectors_through_sql() {
     let golden = include_str!("../tests/golden_bloom.tsv");
@@ -40,7 +30,7 @@ fn bloom_golden_vectors_through_sql() {
 
 #[pg_test]
 fn bloom_containment_identity_and_edits() {
-    bloom_words_function();
+    create_text_functions();
     Spi::run(
         "CREATE TABLE docs AS SELECT
              bloomsig(words(2000, 1)) AS small,
@@ -74,7 +64,7 @@ fn bloom_containment_identity_and_edits() {
 
 #[pg_test]
 fn bloom_chunks_rebuild_the_canonical_text() {
-    bloom_words_function();
+    create_text_functions();
     let same = Spi::get_one::<bool>(
         "SELECT string_agg(c, '' ORDER BY n) = neardup_canonical(t)
          FROM (SELECT '<p>' || words(500, 9) || '</p> &amp; MORE' AS t) s,

@@ -14,6 +14,7 @@ mod cluster_tracking;
 mod clusters;
 mod errors;
 mod hamming_query;
+mod neardup_keep;
 mod shingling;
 mod simhash64;
 mod stored_type;
@@ -51,5 +52,6 @@ mod tests {
     include!("cluster_tracking/tests.rs");
     include!("bloom_signature_tests.rs");
     include!("shingling/tests.rs");
+    include!("neardup_keep_tests.rs");
     include!("hamming_query/tests.rs");
 }

@@ -24,6 +24,22 @@ fn sqlstate(sql: &str) -> Option<String> {
     Spi::get_one_with_args::<String>("SELECT pg_temp.sqlstate_of($1)", &[sql.into()]).unwrap()
 }
 
+/// Test texts in SQL: `words(n, seed)`, n pseudo-random words (distinct seeds give unrelated
+/// texts, and `words(m, s)` is a prefix of `words(n, s)` for m < n); `edited(n, seed, at)`,
+/// the same text with the word at position `at` replaced.
+fn create_text_functions() {
+    Spi::run(
+        "CREATE FUNCTION words(n int, seed int) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+             SELECT string_agg(substr(md5((seed * 100000 + i)::text), 1, 3 + i % 7), ' ' ORDER BY i)
+             FROM generate_series(1, n) i $$;
+         CREATE FUNCTION edited(n int, seed int, at int) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+             SELECT string_agg(CASE WHEN i = at THEN 'edited' ELSE substr(md5((seed * 100000 + i)::text), 1, 3 + i % 7) END,
+                               ' ' ORDER BY i)
+             FROM generate_series(1, n) i $$;",
+    )
+    .unwrap();
+}
+
 #[pg_test]
 fn text_form_round_trips() {
     assert_eq!(text("SELECT '0123456789abcdef'::simhash64::text"), "0123456789abcdef");
@@ -252,15 +268,17 @@ fn functions_are_strict_immutable_and_parallel_safe() {
          FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
          JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'neardup'
          WHERE p.pronamespace <> 'tests'::regnamespace
-           -- These read or write tables (or build an index AM), so they are rightly not
-           -- immutable.
+           -- These read or write tables (or build an index AM), or read a setting
+           -- (b_similar, the % operator, like pg_trgm's), so they are rightly not immutable.
            AND p.proname NOT IN ('hamming_pairs', 'hamming_index_check', 'hamming_amhandler',
                                  'neardup_components', 'neardup_clusters',
-                                 'neardup_track_clusters', 'neardup_cluster_tracking')
+                                 'neardup_track_clusters', 'neardup_cluster_tracking', 'b_similar')
            AND NOT (p.provolatile = 'i' AND p.proparallel = 's'
                     -- bloomsig reads a NULL hashes as the default, and returns NULL for a
-                    -- NULL body itself.
-                    AND (p.proisstrict OR p.proname = 'bloomsig'))",
+                    -- NULL body itself; aggregates and their transitions start from a NULL
+                    -- state.
+                    AND (p.proisstrict OR p.prokind = 'a' OR p.proname = 'bloomsig'
+                         OR p.proname LIKE 'neardup\\_keep\\_%\\_step'))",
     );
     assert_eq!(offenders, "");
 }

@@ -31,6 +31,21 @@ pub fn varlena_datum(bytes: &[u8]) -> pgrx::pg_sys::Datum {
     pgrx::pg_sys::Datum::from(varlena.into_pg())
 }
 
+/// The unread bytes of a receive buffer, consumed.
+pub fn rest_of_message(mut buf: pgrx::Internal) -> &'static [u8] {
+    // SAFETY: a type's receive function is always called with a StringInfo; its data lives
+    // for the rest of the call.
+    unsafe {
+        let buf = buf
+            .get_mut::<pgrx::pg_sys::StringInfoData>()
+            .expect("receive buffer");
+        let n = (buf.len - buf.cursor) as usize;
+        let bytes = std::slice::from_raw_parts(buf.data.add(buf.cursor as usize) as *const u8, n);
+        buf.cursor = buf.len;
+        bytes
+    }
+}
+
 macro_rules! stored_type {
     ($wrapper:ident, $core:ty, $sql:literal) => {
         pub struct $wrapper(pub $core);

@@ -25,6 +25,7 @@ pub mod index_page;
 pub mod minhash;
 pub mod minhash_encoding;
 pub mod permuted;
+pub mod refinement;
 pub mod simhash;
 pub mod splitmix;
 pub mod supershingles;

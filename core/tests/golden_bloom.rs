@@ -10,25 +10,10 @@
 use neardup_core::bloom::{bloom_text, BloomSignature};
 use neardup_core::chunking::{chunks, ChunkSize};
 
-const GOLDEN: &str = include_str!("../../tests/golden_bloom.tsv");
+mod golden_text;
+use golden_text::unescape;
 
-fn unescape(s: &str) -> String {
-    let mut out = String::new();
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            match chars.next() {
-                Some('n') => out.push('\n'),
-                Some('t') => out.push('\t'),
-                Some('\\') => out.push('\\'),
-                other => panic!("bad escape \\{other:?}"),
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
+const GOLDEN: &str = include_str!("../../tests/golden_bloom.tsv");
 
 #[test]
 fn golden_vectors_are_unchanged() {

@@ -11,25 +11,10 @@
 use neardup_core::minhash::{minhash_text, MinhashOptions, MinhashSketch};
 use neardup_core::supershingles::{supershingles, SupershingleVector};
 
-const GOLDEN: &str = include_str!("../../tests/golden_minhash.tsv");
+mod golden_text;
+use golden_text::unescape;
 
-fn unescape(s: &str) -> String {
-    let mut out = String::new();
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            match chars.next() {
-                Some('n') => out.push('\n'),
-                Some('t') => out.push('\t'),
-                Some('\\') => out.push('\\'),
-                other => panic!("bad escape \\{other:?}"),
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
+const GOLDEN: &str = include_str!("../../tests/golden_minhash.tsv");
 
 #[test]
 fn golden_vectors_are_unchanged() {

@@ -9,25 +9,10 @@ use neardup_core::features::FeatureOptions;
 use neardup_core::hex::format_hex64;
 use neardup_core::simhash::simhash_text;
 
-const GOLDEN: &str = include_str!("../../tests/golden_simhash.tsv");
+mod golden_text;
+use golden_text::unescape;
 
-fn unescape(s: &str) -> String {
-    let mut out = String::new();
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            match chars.next() {
-                Some('n') => out.push('\n'),
-                Some('t') => out.push('\t'),
-                Some('\\') => out.push('\\'),
-                other => panic!("bad escape \\{other:?}"),
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
+const GOLDEN: &str = include_str!("../../tests/golden_simhash.tsv");
 
 #[test]
 fn golden_vectors_are_unchanged() {

@@ -8,54 +8,15 @@
 //! ```
 //!
 //! Reads `pg_test_data/full/debian_descriptions.tsv` when it has been built, else the
-//! committed sample; `NEARDUP_CORPUS=path` picks another file of the same format.
+//! committed sample.
 
 use neardup_core::features::{for_each_feature, FeatureKind, FeatureOptions};
 use neardup_core::minhash::{minhash_text, MinhashOptions};
 use neardup_core::supershingles::supershingles;
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::time::Instant;
 
-fn corpus_path() -> PathBuf {
-    if let Some(path) = std::env::var_os("NEARDUP_CORPUS") {
-        return path.into();
-    }
-    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../pg_test_data");
-    let full = data.join("full/debian_descriptions.tsv");
-    if full.exists() {
-        full
-    } else {
-        data.join("debian_descriptions_sample.tsv")
-    }
-}
-
-/// The `body` column (third) of each row, with COPY text escapes undone.
-fn bodies(tsv: &[u8]) -> Vec<Vec<u8>> {
-    let unescape = |field: &[u8]| {
-        let mut out = Vec::with_capacity(field.len());
-        let mut bytes = field.iter();
-        while let Some(&b) = bytes.next() {
-            out.push(match (b, bytes.as_slice().first()) {
-                (b'\\', Some(&e)) => {
-                    bytes.next();
-                    match e {
-                        b'n' => b'\n',
-                        b't' => b'\t',
-                        b'r' => b'\r',
-                        other => other,
-                    }
-                }
-                _ => b,
-            });
-        }
-        out
-    };
-    tsv.split(|&b| b == b'\n')
-        .filter_map(|row| row.splitn(3, |&b| b == b'\t').nth(2))
-        .map(unescape)
-        .collect()
-}
+mod debian_corpus;
 
 /// MB/s of `f` over all bodies: the best of seven passes, so a descheduled moment on a
 /// shared machine does not decide the figure.
@@ -74,21 +35,9 @@ fn megabytes_per_second(bodies: &[Vec<u8>], mut f: impl FnMut(&[u8])) -> f64 {
 #[test]
 #[ignore = "a measurement; run with --ignored --nocapture"]
 fn minhash_throughput() {
-    let path = corpus_path();
-    let tsv = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let bodies = bodies(&tsv);
+    let bodies = debian_corpus::bodies(true);
     let bytes: usize = bodies.iter().map(Vec::len).sum();
-    assert!(
-        bodies.len() > 1000,
-        "{} rows in {}",
-        bodies.len(),
-        path.display()
-    );
-    println!(
-        "{}: {} rows, {bytes} bytes of body text",
-        path.display(),
-        bodies.len()
-    );
+    println!("{} rows, {bytes} bytes of body text", bodies.len());
 
     let options = MinhashOptions::DEFAULT;
     let shingles = FeatureOptions {

@@ -6,7 +6,7 @@
 mod gin;
 
 use crate::errors;
-use crate::stored_type::{stored_type, StoredBytes};
+use crate::stored_type::{rest_of_message, stored_type, StoredBytes};
 use neardup_core::minhash::{jaccard, minhash_text, MinhashOptions, MinhashSketch};
 use neardup_core::supershingles::{
     b_similarity, supershingles, SupershingleVector, MAX_SUPERSHINGLES,
@@ -81,21 +81,6 @@ pgrx::extension_sql_file!(
         gin::supershingle_gin_consistent,
     ]
 );
-
-/// The unread bytes of a receive buffer, consumed.
-fn rest_of_message(mut buf: Internal) -> &'static [u8] {
-    // SAFETY: a type's receive function is always called with a StringInfo; its data lives
-    // for the rest of the call.
-    unsafe {
-        let buf = buf
-            .get_mut::<pg_sys::StringInfoData>()
-            .expect("receive buffer");
-        let n = (buf.len - buf.cursor) as usize;
-        let bytes = std::slice::from_raw_parts(buf.data.add(buf.cursor as usize) as *const u8, n);
-        buf.cursor = buf.len;
-        bytes
-    }
-}
 
 #[pg_extern(immutable, strict, parallel_safe, requires = ["shingling_shells"])]
 fn minhash_sketch_in(input: &CStr) -> Minhash {

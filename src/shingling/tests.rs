@@ -1,20 +1,5 @@
 // SQL tests of minhash sketches, supershingles, `%` and its GIN operator class.
 
-/// `words(n, seed)`: n pseudo-random words; `edited(n, seed, at)`: the same text with the
-/// word at position `at` replaced.
-fn shingling_text_functions() {
-    Spi::run(
-        "CREATE FUNCTION words(n int, seed int) RETURNS text LANGUAGE sql IMMUTABLE AS $$
-             SELECT string_agg(substr(md5((seed * 100000 + i)::text), 1, 3 + i % 7), ' ' ORDER BY i)
-             FROM generate_series(1, n) i $$;
-         CREATE FUNCTION edited(n int, seed int, at int) RETURNS text LANGUAGE sql IMMUTABLE AS $$
-             SELECT string_agg(CASE WHEN i = at THEN 'edited' ELSE substr(md5((seed * 100000 + i)::text), 1, 3 + i % 7) END,
-                               ' ' ORDER BY i)
-             FROM generate_series(1, n) i $$;",
-    )
-    .unwrap();
-}
-
 #[pg_test]
 fn shingling_golden_vectors_through_sql() {
     let golden = include_str!("../../tests/golden_minhash.tsv");
@@ -34,7 +19,7 @@ fn shingling_golden_vectors_through_sql() {
 
 #[pg_test]
 fn jaccard_estimates_the_shingle_resemblance() {
-    shingling_text_functions();
+    create_text_functions();
     // Exact Jaccard of the 8-word shingle sets, computed in SQL from the tokens.
     Spi::run(
         "CREATE FUNCTION shingle_set(t text) RETURNS text[] LANGUAGE sql IMMUTABLE AS $$
@@ -74,7 +59,7 @@ fn jaccard_estimates_the_shingle_resemblance() {
 
 #[pg_test]
 fn supershingles_b_similarity_and_the_threshold_setting() {
-    shingling_text_functions();
+    create_text_functions();
     assert!(boolean(
         "SELECT supershingles(words(300, 1))::text = supershingles(minhash(words(300, 1)))::text"
     ));
@@ -118,7 +103,7 @@ fn supershingles_b_similarity_and_the_threshold_setting() {
 
 #[pg_test]
 fn gin_index_finds_exactly_the_b_similar_rows() {
-    shingling_text_functions();
+    create_text_functions();
     // Families of near-copies (one word edited at a random place), unrelated texts and
     // empty texts; 600 rows.
     Spi::run(

@@ -15,8 +15,9 @@ pub struct Doc {
     pub row: usize,
     /// Number of neardup tokens (case folded).
     pub tokens: usize,
-    /// The distinct 3-word shingles, as ids ranked by document frequency (rarest first), in
-    /// increasing order: the sets for exact Jaccard and for the prefix-filter join.
+    /// The distinct word shingles (3-word in [`Corpus::docs`]), as ids ranked by document
+    /// frequency (rarest first), in increasing order: the sets for exact Jaccard and for the
+    /// prefix-filter join.
     pub shingles: Vec<u32>,
 }
 
@@ -97,7 +98,11 @@ fn documents(bodies: &[Vec<u8>]) -> Vec<Doc> {
     let rows: Vec<usize> = (0..bodies.len())
         .filter(|&r| seen.insert(&bodies[r][..]))
         .collect();
-    let shingle_hashes: Vec<Vec<u64>> = rows.iter().map(|&r| shingle_set(&bodies[r])).collect();
+    let three_words = FeatureOptions::new(3, 0, true).expect("valid options");
+    let shingle_hashes: Vec<Vec<u64>> = rows
+        .iter()
+        .map(|&r| shingle_set(&bodies[r], &three_words))
+        .collect();
     let rank = rank_by_frequency(&shingle_hashes);
     rows.iter()
         .zip(shingle_hashes)
@@ -114,24 +119,23 @@ fn documents(bodies: &[Vec<u8>]) -> Vec<Doc> {
         .collect()
 }
 
-fn token_count(body: &[u8]) -> usize {
+pub fn token_count(body: &[u8]) -> usize {
     let mut n = 0;
     for_each_token(body, true, |_| n += 1);
     n
 }
 
-/// The distinct 3-word-shingle hashes of a body (64-bit, so collisions are negligible).
-fn shingle_set(body: &[u8]) -> Vec<u64> {
-    let options = FeatureOptions::new(3, 0, true).expect("valid options");
+/// The distinct feature hashes of a body (64-bit, so collisions are negligible).
+pub fn shingle_set(body: &[u8], options: &FeatureOptions) -> Vec<u64> {
     let mut set = Vec::new();
-    for_each_feature(body, &options, |h| set.push(h));
+    for_each_feature(body, options, |h| set.push(h));
     set.sort_unstable();
     set.dedup();
     set
 }
 
 /// Dense ids for shingle hashes, rarest first (ties by hash, so the order is deterministic).
-fn rank_by_frequency(sets: &[Vec<u64>]) -> PreHashedMap<u32> {
+pub fn rank_by_frequency(sets: &[Vec<u64>]) -> PreHashedMap<u32> {
     let mut df = PreHashedMap::<u32>::default();
     for &h in sets.iter().flatten() {
         *df.entry(h).or_default() += 1;

@@ -1,6 +1,8 @@
 //! Quality evaluation of simhash configurations on the Debian descriptions corpus: how far
 //! apart small edits, natural near-duplicates, unrelated texts and same-template pages land
-//! at the near-duplicate threshold of 3 bits, and what each config costs.
+//! at the near-duplicate threshold of 3 bits, and what each config costs. Then the default
+//! simhash, minhash B-similarity and Henzinger's combined algorithm against exact 8-shingle
+//! Jaccard, and the minhash estimate's error.
 //!
 //! Usage: neardup-quality CORPUS.tsv (see pg_test_data/README.md; bench/quality.sh picks
 //! the corpus). Every sample comes from a fixed-seed generator, so runs are repeatable.
@@ -11,11 +13,16 @@ mod edits;
 mod exp_edit;
 mod exp_natural;
 mod exp_pages;
+mod exp_shingling;
 mod exp_unrelated;
 mod join;
+mod minhash_error;
+mod precision_recall;
 mod prehashed;
 mod rng;
 mod stats;
+mod supershingle_join;
+mod units;
 
 use configs::Config;
 use corpus::Corpus;
@@ -54,6 +61,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         pages: exp_pages::run(&corpus, &configs, &vocabulary),
     };
     summary.print(&configs);
+    exp_shingling::run(&corpus);
     eprintln!("done in {:.1} s", start.elapsed().as_secs_f64());
     Ok(())
 }
