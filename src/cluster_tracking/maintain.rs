@@ -11,8 +11,11 @@ use neardup_core::cluster_plans::{plan_insert, plan_split, Neighbor};
 use neardup_core::simhash::hamming;
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
-use pgrx::spi::{SpiClient, SpiTupleTable};
-use std::collections::{BTreeMap, BTreeSet};
+use pgrx::spi::{OwnedPreparedStatement, SpiClient, SpiTupleTable};
+use pgrx::PgOid;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Rows of a transition table: all of them, or those with the given ids.
 pub enum Rows {
@@ -356,14 +359,36 @@ fn filter_arg(rows: &Rows) -> DatumWithOid<'static> {
     }
 }
 
+thread_local! {
+    /// The trigger's statements, planned once per backend (SPI_keepplan, revalidated by
+    /// the plan cache after DDL): a single-row INSERT would otherwise spend most of its
+    /// overhead parsing and planning. The text names the tables, so it is the key.
+    static PLANS: RefCell<HashMap<String, Rc<OwnedPreparedStatement>>> = RefCell::new(HashMap::new());
+}
+
 fn select<'c>(
     client: &mut SpiClient<'c>,
     query: &str,
     args: &[DatumWithOid<'_>],
 ) -> SpiTupleTable<'c> {
+    let fail = |e: pgrx::spi::SpiError| -> ! { error!("neardup_track_clusters: {e}") };
+    // The plan is taken out of the map before it runs: its statement may fire triggers
+    // that come back here.
+    let plan = PLANS.with(|plans| plans.borrow().get(query).cloned());
+    let plan = plan.unwrap_or_else(|| {
+        let types: Vec<PgOid> = args.iter().map(|a| PgOid::from_untagged(a.oid())).collect();
+        let plan = Rc::new(
+            client
+                .prepare_mut(query, &types)
+                .unwrap_or_else(|e| fail(e))
+                .keep(),
+        );
+        PLANS.with(|plans| plans.borrow_mut().insert(query.to_string(), plan.clone()));
+        plan
+    });
     client
-        .update(query, None, args)
-        .unwrap_or_else(|e| error!("neardup_track_clusters: {e}"))
+        .update(&*plan, None, args)
+        .unwrap_or_else(|e| fail(e))
 }
 
 fn run(client: &mut SpiClient<'_>, query: &str, args: &[DatumWithOid<'_>]) {
