@@ -14,8 +14,8 @@ use pgrx::prelude::*;
 use pgrx::spi::{OwnedPreparedStatement, SpiClient, SpiTupleTable};
 use pgrx::PgOid;
 use std::cell::RefCell;
-use std::rc::Rc;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::rc::Rc;
 
 /// Rows of a transition table: all of them, or those with the given ids.
 pub enum Rows {
