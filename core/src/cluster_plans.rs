@@ -138,6 +138,7 @@ pub fn plan_split(members: &[(i64, Option<u64>)], max_distance: u32) -> Vec<(i64
 mod tests {
     use super::*;
     use crate::simhash::hamming;
+    use crate::splitmix::splitmix64_next;
 
     /// Labels by brute force: every pair compared, relaxed until nothing changes.
     fn reference(rows: &[(i64, Option<u64>)], k: u32) -> Vec<(i64, i64)> {
@@ -166,11 +167,7 @@ mod tests {
     struct Rng(u64);
     impl Rng {
         fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
+            splitmix64_next(&mut self.0)
         }
     }
 

@@ -11,19 +11,14 @@ use neardup_core::bloom::{bloom_text, BloomSignature};
 use neardup_core::chunking::{chunks, ChunkSize};
 
 mod golden_text;
-use golden_text::unescape;
+use golden_text::{rows, unescape};
 
 const GOLDEN: &str = include_str!("../../tests/golden_bloom.tsv");
 
 #[test]
 fn golden_vectors_are_unchanged() {
     let mut checked = 0;
-    for line in GOLDEN
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-    {
-        let cols: Vec<&str> = line.split('\t').collect();
-        assert_eq!(cols.len(), 6, "malformed line: {line}");
+    for cols in rows(GOLDEN, 6) {
         let chunk_size: i64 = cols[0].parse().unwrap();
         let bits: i64 = cols[1].parse().unwrap();
         let hashes = match cols[2] {

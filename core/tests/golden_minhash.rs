@@ -12,19 +12,14 @@ use neardup_core::minhash::{minhash_text, MinhashOptions, MinhashSketch};
 use neardup_core::supershingles::{supershingles, SupershingleVector};
 
 mod golden_text;
-use golden_text::unescape;
+use golden_text::{rows, unescape};
 
 const GOLDEN: &str = include_str!("../../tests/golden_minhash.tsv");
 
 #[test]
 fn golden_vectors_are_unchanged() {
     let mut checked = 0;
-    for line in GOLDEN
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-    {
-        let cols: Vec<&str> = line.split('\t').collect();
-        assert_eq!(cols.len(), 5, "malformed line: {line}");
+    for cols in rows(GOLDEN, 5) {
         let options =
             MinhashOptions::new(cols[0].parse().unwrap(), cols[1].parse().unwrap()).unwrap();
         let text = unescape(cols[2]);
