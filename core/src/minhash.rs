@@ -229,11 +229,11 @@ pub fn jaccard(a: &MinhashSketch, b: &MinhashSketch) -> Result<f64, MismatchErro
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::hash::{hash_bytes, hash_sequence};
 
-    fn sketch(text: &str, num_hashes: i32, shingle: i32) -> MinhashSketch {
+    pub(crate) fn sketch(text: &str, num_hashes: i32, shingle: i32) -> MinhashSketch {
         minhash_text(
             text.as_bytes(),
             &MinhashOptions::new(num_hashes, shingle).unwrap(),

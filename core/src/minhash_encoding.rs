@@ -140,14 +140,8 @@ impl fmt::Display for MinhashSketch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::minhash::{minhash_text, MinhashOptions};
-
-    fn sketch(text: &str, num_hashes: i32, shingle: i32) -> MinhashSketch {
-        minhash_text(
-            text.as_bytes(),
-            &MinhashOptions::new(num_hashes, shingle).unwrap(),
-        )
-    }
+    use crate::minhash::tests::sketch;
+    use crate::minhash::MinhashOptions;
 
     #[test]
     fn binary_form() {

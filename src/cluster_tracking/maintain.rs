@@ -128,15 +128,7 @@ impl Maintainer {
         let plan = plan_insert(&new_rows, &links);
         if !plan.relabel.is_empty() {
             let (old, new): (Vec<i64>, Vec<i64>) = plan.relabel.into_iter().unzip();
-            run(
-                client,
-                &format!(
-                    "UPDATE {} c SET cluster_id = m.new FROM unnest($1::bigint[], $2::bigint[]) AS m(old, new)
-                     WHERE c.cluster_id = m.old AND c.cluster_id = ANY($1)",
-                    self.clusters
-                ),
-                &[old.into(), new.into()],
-            );
+            self.set_labels(client, "cluster_id", old, new);
         }
         let mut ids = Vec::with_capacity(plan.members.len());
         let mut labels = Vec::with_capacity(plan.members.len());
@@ -202,15 +194,7 @@ impl Maintainer {
             }
         }
         if !moved.is_empty() {
-            run(
-                client,
-                &format!(
-                    "UPDATE {} c SET cluster_id = m.label FROM unnest($1::bigint[], $2::bigint[]) AS m(id, label)
-                     WHERE c.id = m.id AND c.id = ANY($1)",
-                    self.clusters
-                ),
-                &[moved.into(), moved_to.into()],
-            );
+            self.set_labels(client, "id", moved, moved_to);
         }
         remaining.sort_unstable();
         remaining.dedup();
@@ -299,6 +283,21 @@ impl Maintainer {
             .collect();
             self.choose_representatives(client, labels);
         }
+    }
+
+    /// Gives the rows whose `key` column (`id` or `cluster_id`) holds `keys[i]` the label
+    /// `labels[i]`. The `= ANY` condition lets the planner use the key's index whatever it
+    /// thinks of the unnest's size.
+    fn set_labels(&self, client: &mut SpiClient<'_>, key: &str, keys: Vec<i64>, labels: Vec<i64>) {
+        run(
+            client,
+            &format!(
+                "UPDATE {} c SET cluster_id = m.label FROM unnest($1::bigint[], $2::bigint[]) AS m(key, label)
+                 WHERE c.{key} = m.key AND c.{key} = ANY($1)",
+                self.clusters
+            ),
+            &[keys.into(), labels.into()],
+        );
     }
 
     /// Marks the first member of each cluster by priority (then id) as its representative.
