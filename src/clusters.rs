@@ -1,59 +1,102 @@
 //! Duplicate clusters (Zhu et al.): connected components of near-duplicate pairs, with a
-//! deterministic label (the smallest id) and a representative chosen by priority.
+//! deterministic label (the smallest id) and a representative chosen by priority. Neither
+//! function holds the pairs: components are merged as the edges stream in, and
+//! `neardup_clusters` links equal fingerprints by a sort and the others as the batch
+//! search finds them (`neardup_core::components::near_duplicate_components`). What they do
+//! hold, a few bytes per row, is bounded by `maintenance_work_mem`.
 
 use crate::errors;
-use crate::table_args::{checked_distance, quote_ident, relation_name};
-use neardup_core::components::UnionFind;
-use neardup_core::permuted::all_pairs;
+use crate::memory::RowBudget;
+use crate::priority;
+use crate::table_args::{checked_distance, for_each_row, quote_ident, relation_name};
+use neardup_core::components::{
+    near_duplicate_components, near_duplicate_components_bytes_per_row, UnionFind,
+};
 use pgrx::prelude::*;
+use pgrx::spi::SpiHeapTupleData;
+use pgrx::PgSqlErrorCode;
+use std::collections::HashMap;
 
 #[pg_extern(sql = "
 CREATE FUNCTION neardup_components(edges_sql text)
     RETURNS TABLE (node bigint, component bigint)
     STRICT VOLATILE LANGUAGE c AS 'MODULE_PATHNAME', '@FUNCTION_NAME@';
 COMMENT ON FUNCTION neardup_components(text) IS
-    'connected components of the edges the query returns (its first two columns), labelled by their smallest node';
+    'connected components of the edges the query returns (its first two columns, of an integer type), labelled by their smallest node';
 ")]
 fn neardup_components(
     edges_sql: &str,
 ) -> TableIterator<'static, (name!(node, i64), name!(component, i64))> {
-    let query = format!("SELECT a::bigint, b::bigint FROM ({edges_sql}) AS edges (a, b) WHERE a IS NOT NULL AND b IS NOT NULL");
-    let edges: Vec<(i64, i64)> = Spi::connect(|client| {
-        let rows = client
-            .select(query.as_str(), None, &[])
-            .unwrap_or_else(|e| error!("neardup_components: {e}"));
-        rows.map(|row| {
-            (
-                row.get::<i64>(1).ok().flatten().unwrap_or(0),
-                row.get::<i64>(2).ok().flatten().unwrap_or(0),
-            )
+    // Per node: its id, its map entry (with the map's spare room), the union-find, the output.
+    let budget = RowBudget::maintenance("neardup_components", 8 + 2 * 16 + 8 + 16);
+    let mut index_of: HashMap<i64, u32> = HashMap::new();
+    let mut ids: Vec<i64> = Vec::new();
+    let mut edges = UnionFind::new(0);
+    let mut node = |id: i64, edges: &mut UnionFind| -> u32 {
+        *index_of.entry(id).or_insert_with(|| {
+            budget.admit(ids.len() + 1);
+            ids.push(id);
+            edges.push()
         })
-        .collect()
+    };
+    // The query runs as given (SPI refuses anything but one query returning rows).
+    for_each_row("neardup_components", edges_sql, |row| {
+        let (Some(a), Some(b)) = (integer_at(row, 1), integer_at(row, 2)) else {
+            return;
+        };
+        let (a, b) = (node(a, &mut edges), node(b, &mut edges));
+        edges.union(a, b);
     });
-    // Dense indices in id order, so the smallest index of a component is its smallest id.
-    let mut nodes: Vec<i64> = edges.iter().flat_map(|&(a, b)| [a, b]).collect();
-    nodes.sort_unstable();
-    nodes.dedup();
-    let index_of = |id: i64| nodes.binary_search(&id).expect("an endpoint") as u32;
-    let mut components = UnionFind::new(nodes.len());
-    for &(a, b) in &edges {
-        components.union(index_of(a), index_of(b));
-    }
-    let smallest = components.smallest_members();
-    TableIterator::new(
-        nodes
-            .clone()
-            .into_iter()
-            .zip(smallest)
-            .map(move |(node, s)| (node, nodes[s as usize])),
-    )
+    let mut order: Vec<u32> = (0..ids.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| ids[i as usize]);
+    // Walking nodes by id, a component's first node is its smallest.
+    let mut smallest: HashMap<u32, i64> = HashMap::new();
+    let out: Vec<(i64, i64)> = order
+        .into_iter()
+        .map(|i| {
+            let id = ids[i as usize];
+            (id, *smallest.entry(edges.find(i)).or_insert(id))
+        })
+        .collect();
+    TableIterator::new(out)
+}
+
+/// Column `ordinal` of an edge: an integer of any width, else ERROR 42804 (a fraction would
+/// otherwise be rounded into another node).
+fn integer_at(row: &SpiHeapTupleData, ordinal: usize) -> Option<i64> {
+    let column = row.get_datum_by_ordinal(ordinal).unwrap_or_else(|_| {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+            "neardup_components: the edges query must return two columns".into(),
+        )
+    });
+    let value = match column.oid() {
+        pg_sys::INT8OID => column.value::<i64>(),
+        pg_sys::INT4OID => column.value::<i32>().map(|v| v.map(i64::from)),
+        pg_sys::INT2OID => column.value::<i16>().map(|v| v.map(i64::from)),
+        other => errors::raise(
+            PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+            format!(
+                "neardup_components: column {ordinal} of the edges query is of type {}, not an integer type",
+                type_name(other)
+            ),
+        ),
+    };
+    value.ok().flatten()
+}
+
+fn type_name(oid: pg_sys::Oid) -> String {
+    // SAFETY: format_type_be returns a palloc'd name for any OID.
+    unsafe { std::ffi::CStr::from_ptr(pg_sys::format_type_be(oid)) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 #[pg_extern(sql = "
 CREATE FUNCTION neardup_clusters(tbl regclass, id_column text, signature_column text,
                                  max_distance integer, priority text DEFAULT NULL)
     RETURNS TABLE (id bigint, cluster_id bigint, is_representative boolean)
-    VOLATILE LANGUAGE c AS 'MODULE_PATHNAME', '@FUNCTION_NAME@';
+    STABLE LANGUAGE c AS 'MODULE_PATHNAME', '@FUNCTION_NAME@';
 COMMENT ON FUNCTION neardup_clusters(regclass, text, text, integer, text) IS
     'every row of the table with its cluster (smallest id among rows linked by near-duplicate pairs) and whether it is the cluster''s representative (first by priority, else smallest id)';
 ")]
@@ -76,11 +119,14 @@ fn neardup_clusters(
     else {
         errors::null_not_allowed("neardup_clusters: only priority may be NULL");
     };
-    let max_distance = checked_distance(max_distance);
+    let max_distance = checked_distance("neardup_clusters", max_distance);
     let relation = relation_name("neardup_clusters", tbl);
     let id = quote_ident(id_column);
     let order = match priority {
-        Some(p) => format!("{p}, {id}"),
+        Some(p) => format!(
+            "{}, {id}",
+            priority::checked("neardup_clusters", &relation, p)
+        ),
         None => id.clone(),
     };
     // Rows in priority order: the first row of a cluster is its representative.
@@ -88,50 +134,51 @@ fn neardup_clusters(
         "SELECT {id}::bigint, {sig}::bigint FROM {relation} ORDER BY {order}",
         sig = quote_ident(signature_column)
     );
-    let rows: Vec<(i64, Option<i64>)> = Spi::connect(|client| {
-        let table = client
-            .select(query.as_str(), None, &[])
-            .unwrap_or_else(|e| error!("neardup_clusters: {e}"));
-        table
-            .map(|row| {
-                let key = row.get::<i64>(1).ok().flatten().unwrap_or_else(|| {
-                    errors::null_not_allowed("neardup_clusters: the id column has NULLs")
-                });
-                (key, row.get::<i64>(2).ok().flatten())
-            })
-            .collect()
+    // Per row: id and fingerprint, the components' working set, label and representative
+    // slots, and the output row.
+    let budget = RowBudget::maintenance(
+        "neardup_clusters",
+        8 + 16 + near_duplicate_components_bytes_per_row() + 12 + 24,
+    );
+    let (mut ids, mut fps): (Vec<i64>, Vec<Option<u64>>) = (Vec::new(), Vec::new());
+    for_each_row("neardup_clusters", &query, |row| {
+        budget.admit(ids.len() + 1);
+        ids.push(row.get::<i64>(1).ok().flatten().unwrap_or_else(|| {
+            errors::null_not_allowed("neardup_clusters: the id column has NULLs")
+        }));
+        fps.push(row.get::<i64>(2).ok().flatten().map(|fp| fp as u64));
     });
-    let signed: Vec<u32> = (0..rows.len() as u32)
-        .filter(|&r| rows[r as usize].1.is_some())
-        .collect();
-    let fps: Vec<u64> = signed
-        .iter()
-        .map(|&r| rows[r as usize].1.expect("signed") as u64)
-        .collect();
-    let pairs = all_pairs(&fps, max_distance).unwrap_or_else(|e| errors::invalid_parameter(e.0));
-    let mut components = UnionFind::new(rows.len());
-    for (a, b, _) in pairs {
-        components.union(signed[a as usize], signed[b as usize]);
-    }
+    let mut components = near_duplicate_components(&fps, max_distance)
+        .unwrap_or_else(|e| errors::invalid_parameter(e.0));
+    drop(fps);
     // Per component root: its smallest id and its first row in priority order.
-    let mut label = std::collections::HashMap::new();
-    let mut representative = std::collections::HashMap::new();
-    for (r, &(id, _)) in rows.iter().enumerate() {
-        let root = components.find(r as u32);
-        label
-            .entry(root)
-            .and_modify(|s: &mut i64| *s = (*s).min(id))
-            .or_insert(id);
-        representative.entry(root).or_insert(r);
+    let rows = ids.len();
+    let mut label = vec![i64::MAX; rows];
+    let mut representative = vec![u32::MAX; rows];
+    let roots: Vec<u32> = (0..rows as u32).map(|r| components.find(r)).collect();
+    for (r, &root) in roots.iter().enumerate() {
+        let root = root as usize;
+        label[root] = label[root].min(ids[r]);
+        if representative[root] == u32::MAX {
+            representative[root] = r as u32;
+        }
     }
-    let mut out: Vec<(i64, i64, bool)> = rows
-        .iter()
-        .enumerate()
-        .map(|(r, &(id, _))| {
-            let root = components.find(r as u32);
-            (id, label[&root], representative[&root] == r)
+    let mut out: Vec<(i64, i64, bool)> = (0..rows)
+        .map(|r| {
+            let root = roots[r] as usize;
+            (ids[r], label[root], representative[root] == r as u32)
         })
         .collect();
     out.sort_unstable();
+    if let Some(w) = out.windows(2).find(|w| w[0].0 == w[1].0) {
+        errors::raise_with_hint(
+            PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION,
+            format!(
+                "neardup_clusters: id {} appears more than once in column {id}",
+                w[0].0
+            ),
+            "Cluster by a column with unique values, such as the primary key.",
+        );
+    }
     TableIterator::new(out)
 }

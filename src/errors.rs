@@ -3,7 +3,7 @@
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::{PgLogLevel, PgSqlErrorCode};
 
-fn raise(code: PgSqlErrorCode, message: String) -> ! {
+pub fn raise(code: PgSqlErrorCode, message: String) -> ! {
     ErrorReport::new(code, message, "neardup").report(PgLogLevel::ERROR);
     unreachable!("ERROR does not return")
 }

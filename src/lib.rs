@@ -14,7 +14,9 @@ mod cluster_tracking;
 mod clusters;
 mod errors;
 mod hamming_query;
+mod memory;
 mod neardup_keep;
+mod priority;
 mod shingling;
 mod simhash64;
 mod stored_type;
@@ -25,6 +27,11 @@ mod text_functions;
 
 #[pgrx::pg_guard]
 pub extern "C-unwind" fn _PG_init() {
+    // The core's long loops (batch pairs, components, the text pipeline) stop at the
+    // next cancellation point once statement_timeout or a cancel request arrives.
+    neardup_core::interrupts::set_handler(|| {
+        pgrx::check_for_interrupts!();
+    });
     am::options::init();
     hamming_query::init();
     shingling::init();
@@ -54,4 +61,5 @@ mod tests {
     include!("shingling/tests.rs");
     include!("neardup_keep_tests.rs");
     include!("hamming_query/tests.rs");
+    include!("hardening_tests.rs");
 }

@@ -6,8 +6,7 @@
 //! A cluster's label is always its smallest member id, as the batch clustering labels it, so
 //! an incrementally kept cluster table can be compared row for row with a rebuilt one.
 
-use crate::components::UnionFind;
-use crate::permuted::all_pairs;
+use crate::components::{near_duplicate_components, UnionFind};
 use std::collections::HashMap;
 
 /// Something a new row is a near-duplicate of.
@@ -102,24 +101,12 @@ pub fn plan_insert(new_rows: &[i64], links: &[(i64, Neighbor)]) -> MergePlan {
 /// Members with equal fingerprints are linked without comparing them, so a cluster of many
 /// exact copies costs a sort, not a quadratic number of pairs.
 pub fn plan_split(members: &[(i64, Option<u64>)], max_distance: u32) -> Vec<(i64, i64)> {
-    let mut distinct: Vec<u64> = members.iter().filter_map(|m| m.1).collect();
-    distinct.sort_unstable();
-    distinct.dedup();
-    let pairs = all_pairs(&distinct, max_distance).unwrap_or_default();
-    // Nodes 0..distinct are the fingerprints, then one node per member.
-    let mut components = UnionFind::new(distinct.len() + members.len());
-    for (a, b, _) in pairs {
-        components.union(a, b);
-    }
-    for (m, &(_, fp)) in members.iter().enumerate() {
-        if let Some(fp) = fp {
-            let f = distinct.binary_search(&fp).expect("collected above") as u32;
-            components.union(f, (distinct.len() + m) as u32);
-        }
-    }
+    let fps: Vec<Option<u64>> = members.iter().map(|m| m.1).collect();
+    let mut components = near_duplicate_components(&fps, max_distance)
+        .expect("a distance the cluster table was created with");
     let mut label: HashMap<u32, i64> = HashMap::new();
     for (m, &(id, _)) in members.iter().enumerate() {
-        let root = components.find((distinct.len() + m) as u32);
+        let root = components.find(m as u32);
         label
             .entry(root)
             .and_modify(|l| *l = (*l).min(id))
@@ -128,7 +115,7 @@ pub fn plan_split(members: &[(i64, Option<u64>)], max_distance: u32) -> Vec<(i64
     let mut out: Vec<(i64, i64)> = members
         .iter()
         .enumerate()
-        .map(|(m, &(id, _))| (id, label[&components.find((distinct.len() + m) as u32)]))
+        .map(|(m, &(id, _))| (id, label[&components.find(m as u32)]))
         .collect();
     out.sort_unstable();
     out

@@ -2,6 +2,8 @@
 //! halving): near-linear in the number of edges, one `u32` pair per node of memory.
 //! Nodes are dense indices `0..n`; callers map their ids onto them.
 
+use crate::permuted::{LayoutError, Pairs};
+
 pub struct UnionFind {
     parent: Vec<u32>,
     size: Vec<u32>,
@@ -13,6 +15,14 @@ impl UnionFind {
             parent: (0..nodes as u32).collect(),
             size: vec![1; nodes],
         }
+    }
+
+    /// Adds a node in a component of its own; returns its index.
+    pub fn push(&mut self) -> u32 {
+        let node = self.parent.len() as u32;
+        self.parent.push(node);
+        self.size.push(1);
+        node
     }
 
     pub fn find(&mut self, mut x: u32) -> u32 {
@@ -49,6 +59,50 @@ impl UnionFind {
             .map(|x| smallest[self.find(x) as usize])
             .collect()
     }
+}
+
+/// The connected components of `fps` (rows; `None` stands alone) under Hamming distance ≤
+/// `max_distance`, as a union-find over the row numbers, without ever holding the pairs:
+/// rows with equal fingerprints are linked through one sort (a table where 100,000 rows
+/// share a fingerprint costs a sort, not 5·10⁹ pairs), and the distinct fingerprints
+/// through the streamed [`Pairs`].
+pub fn near_duplicate_components(
+    fps: &[Option<u64>],
+    max_distance: u32,
+) -> Result<UnionFind, LayoutError> {
+    let mut by_fp: Vec<(u64, u32)> = (0..fps.len() as u32)
+        .filter_map(|row| fps[row as usize].map(|fp| (fp, row)))
+        .collect();
+    by_fp.sort_unstable();
+    let mut components = UnionFind::new(fps.len());
+    // One row per distinct fingerprint stands for its copies in the pair search.
+    let mut distinct = Vec::new();
+    let mut stand_in = Vec::new();
+    let mut cancel_point = crate::interrupts::Every::<65536>::default();
+    for copies in by_fp.chunk_by(|a, b| a.0 == b.0) {
+        cancel_point.tick();
+        for &(_, row) in &copies[1..] {
+            components.union(copies[0].1, row);
+        }
+        distinct.push(copies[0].0);
+        stand_in.push(copies[0].1);
+    }
+    drop(by_fp);
+    for (a, b, _) in Pairs::new(distinct, max_distance)? {
+        components.union(stand_in[a as usize], stand_in[b as usize]);
+    }
+    Ok(components)
+}
+
+/// Bytes [`near_duplicate_components`] holds per row at most, for checking a memory limit
+/// before reading the rows: the sort entry, the union-find, and a distinct fingerprint
+/// with its stand-in and its share of the pair search.
+pub const fn near_duplicate_components_bytes_per_row() -> usize {
+    std::mem::size_of::<(u64, u32)>()
+        + 2 * std::mem::size_of::<u32>()
+        + 8
+        + 4
+        + Pairs::bytes_per_row()
 }
 
 #[cfg(test)]
@@ -99,6 +153,42 @@ mod tests {
                     "n={n} density={density}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn near_duplicate_components_match_pairwise_union() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        // Random rows, near copies, exact copies (many of one value) and NULLs.
+        let mut fps: Vec<Option<u64>> = (0..600).map(|_| Some(next())).collect();
+        for i in 0..300 {
+            let mut fp = fps[i % 60].unwrap();
+            for _ in 0..next() % 5 {
+                fp ^= 1 << (next() % 64);
+            }
+            fps.push(Some(fp));
+        }
+        fps.extend(std::iter::repeat_n(Some(0), 500));
+        fps.extend(std::iter::repeat_n(None, 20));
+        for k in [0, 1, 3, 5] {
+            let mut want = UnionFind::new(fps.len());
+            for i in 0..fps.len() {
+                for j in i + 1..fps.len() {
+                    if let (Some(a), Some(b)) = (fps[i], fps[j]) {
+                        if crate::simhash::hamming(a, b) <= k {
+                            want.union(i as u32, j as u32);
+                        }
+                    }
+                }
+            }
+            let mut got = near_duplicate_components(&fps, k).unwrap();
+            assert_eq!(got.smallest_members(), want.smallest_members(), "k = {k}");
         }
     }
 }

@@ -22,6 +22,7 @@ pub mod features;
 pub mod hash;
 pub mod hex;
 pub mod index_page;
+pub mod interrupts;
 pub mod minhash;
 pub mod minhash_encoding;
 pub mod permuted;

@@ -18,6 +18,9 @@ use crate::simhash::hamming;
 
 /// Most blocks a layout may have (so a set of blocks fits in a `u16`).
 pub const MAX_BLOCKS: usize = 16;
+/// The largest distance a batch search ([`Pairs`]) supports: its layout needs more blocks
+/// than the distance.
+pub const MAX_BATCH_DISTANCE: u32 = MAX_BLOCKS as u32 - 1;
 /// Most tables a layout may have (C(r, k) grows fast; more tables cost space, not speed).
 pub const MAX_TABLES: usize = 64;
 
@@ -219,38 +222,123 @@ fn subsets(n: usize, size: usize) -> impl Iterator<Item = u16> {
 }
 
 /// Every pair of `fps` within `max_distance` bits, each once, as (index, index, distance)
-/// with the first index smaller (Manku §3.3, batch mode in memory): per table, sort the
-/// permuted values, and compare within each run of equal prefix; a pair is reported only
-/// by its owner table, so no global set of seen pairs is needed.
+/// with the first index smaller, collected (see [`Pairs`] for pairs one at a time).
 pub fn all_pairs(fps: &[u64], max_distance: u32) -> Result<Vec<(u32, u32, u32)>, LayoutError> {
-    let layout = Layout::for_batch(fps.len() as u64, max_distance)?;
-    let mut pairs = Vec::new();
-    let mut sorted: Vec<(u64, u32)> = Vec::with_capacity(fps.len());
-    for (t, table) in layout.tables().iter().enumerate() {
-        sorted.clear();
-        sorted.extend(
-            fps.iter()
+    Ok(Pairs::new(fps.to_vec(), max_distance)?.collect())
+}
+
+/// Every pair of fingerprints within `max_distance` bits, each once, as (index, index,
+/// distance) with the first index smaller, produced one at a time (Manku §3.3, batch mode
+/// in memory): per table, sort the permuted values and compare within each run of equal
+/// prefix; a pair is reported only by its owner table, so no set of seen pairs is kept.
+/// Memory is [`Pairs::bytes_per_row`] per fingerprint whatever the number of pairs, and the
+/// loops pass a cancellation point every few thousand comparisons.
+pub struct Pairs {
+    fps: Vec<u64>,
+    layout: Layout,
+    /// The table being read, and its (permuted fingerprint, index) in order.
+    table: usize,
+    sorted: Vec<(u64, u32)>,
+    /// The run of equal prefix being compared ends at `run_end`; (i, j) is the pair of
+    /// positions in it compared last. The next run starts where this one ends.
+    run_end: usize,
+    i: usize,
+    j: usize,
+    cancel_point: crate::interrupts::Every<4096>,
+}
+
+impl Pairs {
+    /// Bytes held per fingerprint: the fingerprint and one sorted (permuted, index) entry.
+    pub const fn bytes_per_row() -> usize {
+        std::mem::size_of::<u64>() + std::mem::size_of::<(u64, u32)>()
+    }
+
+    pub fn new(fps: Vec<u64>, max_distance: u32) -> Result<Pairs, LayoutError> {
+        let layout = Layout::for_batch(fps.len() as u64, max_distance)?;
+        let mut pairs = Pairs {
+            sorted: Vec::with_capacity(fps.len()),
+            fps,
+            layout,
+            table: 0,
+            run_end: 0,
+            i: 0,
+            j: 0,
+            cancel_point: Default::default(),
+        };
+        pairs.sort_table();
+        Ok(pairs)
+    }
+
+    fn sort_table(&mut self) {
+        crate::interrupts::check();
+        let table = &self.layout.tables()[self.table];
+        self.sorted.clear();
+        self.sorted.extend(
+            self.fps
+                .iter()
                 .enumerate()
                 .map(|(i, &fp)| (table.apply(fp), i as u32)),
         );
-        sorted.sort_unstable();
-        let low_bits = 64 - table.prefix_bits;
-        for run in sorted.chunk_by(|a, b| (a.0 ^ b.0) >> low_bits == 0) {
-            for (i, &(pa, ia)) in run.iter().enumerate() {
-                for &(pb, ib) in &run[i + 1..] {
-                    let d = hamming(pa, pb);
-                    if d <= max_distance
-                        && layout
-                            .owner_table(layout.equal_blocks(fps[ia as usize], fps[ib as usize]))
-                            == Some(t)
-                    {
-                        pairs.push((ia.min(ib), ia.max(ib), d));
-                    }
+        self.sorted.sort_unstable();
+        (self.run_end, self.i, self.j) = (0, 0, 0);
+    }
+
+    /// Moves to the next pair of positions to compare; false when every table is done.
+    fn advance(&mut self) -> bool {
+        self.j += 1;
+        if self.j < self.run_end {
+            return true;
+        }
+        self.i += 1;
+        self.j = self.i + 1;
+        if self.j < self.run_end {
+            return true;
+        }
+        // The next run of two or more entries sharing the table's prefix.
+        let low_bits = 64 - self.layout.tables()[self.table].prefix_bits;
+        let same_prefix = |a: u64, b: u64| (a ^ b).checked_shr(low_bits).unwrap_or(0) == 0;
+        loop {
+            let start = self.run_end;
+            if start + 1 >= self.sorted.len() {
+                if self.table + 1 == self.layout.tables().len() {
+                    return false;
                 }
+                self.table += 1;
+                self.sort_table();
+                continue;
+            }
+            let first = self.sorted[start].0;
+            let len = self.sorted[start..]
+                .iter()
+                .take_while(|&&(key, _)| same_prefix(key, first))
+                .count();
+            (self.i, self.j, self.run_end) = (start, start + 1, start + len);
+            if len >= 2 {
+                return true;
             }
         }
     }
-    Ok(pairs)
+}
+
+impl Iterator for Pairs {
+    type Item = (u32, u32, u32);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while self.advance() {
+            self.cancel_point.tick();
+            let ((pa, ia), (pb, ib)) = (self.sorted[self.i], self.sorted[self.j]);
+            let d = hamming(pa, pb);
+            if d <= self.layout.max_distance
+                && self.layout.owner_table(
+                    self.layout
+                        .equal_blocks(self.fps[ia as usize], self.fps[ib as usize]),
+                ) == Some(self.table)
+            {
+                return Some((ia.min(ib), ia.max(ib), d));
+            }
+        }
+        None
+    }
 }
 
 impl Layout {

@@ -116,6 +116,7 @@ pub fn for_each_token_window(text: &[u8], fold_case: bool, mut emit: impl FnMut(
     let mut scanner = Scanner::new(fold_case);
     let mut i = 0;
     while i < text.len() {
+        crate::interrupts::check();
         let handover = scan_ascii_blocks(text, i, fold_case, &mut emit);
         // Give the byte scanner a whole block's worth past the hand-over point, so text
         // that is mostly non-ASCII does not pay for classifying a block per character.
@@ -199,7 +200,10 @@ fn scan_ascii_blocks(
     fold_case: bool,
     emit: &mut impl FnMut(Token),
 ) -> usize {
+    // A long run of plain ASCII stays in this loop: check once per 1 MiB.
+    let mut cancel_point = crate::interrupts::Every::<16384>::default();
     while at < text.len() {
+        cancel_point.tick();
         let block = Block::new(&text[at..], fold_case);
         let limit = block.special.trailing_zeros() as usize; // BLOCK when none
         let mut word = block.word;

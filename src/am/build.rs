@@ -6,6 +6,7 @@
 use super::meta;
 use super::options;
 use super::page::{self, Kind, Locked};
+use super::spool::Spool;
 use neardup_core::index_page::{Entry, Meta, TableExtent, Tid, ENTRY_SIZE, NO_BLOCK};
 
 /// What a build scan collects: fingerprints with their TIDs, and the TIDs of NULL ones.
@@ -111,17 +112,38 @@ pub unsafe extern "C-unwind" fn ambuild(
     index_info: *mut pg_sys::IndexInfo,
 ) -> *mut pg_sys::IndexBuildResult {
     progress(pg_sys::PROGRESS_CREATEIDX_SUBPHASE, PHASE_SCANNING);
-    // SAFETY: the arguments come from PostgreSQL.
-    let (collected, heap_tuples) = unsafe { scan_table(heap, index, index_info, true) };
-    let layout = choose_layout(index, collected.rows.len() as u64);
-    let blocks = write(index, pg_sys::ForkNumber::MAIN_FORKNUM, &layout, &collected);
+    let mut build = BuildState {
+        index,
+        spool: Spool::new(),
+    };
+    // SAFETY: `spool_row` matches the callback type and receives a pointer to `build`,
+    // which outlives the scan.
+    let heap_tuples = unsafe {
+        pg_sys::table_index_build_scan(
+            heap,
+            index,
+            index_info,
+            true,
+            true,
+            Some(spool_row),
+            &mut build as *mut _ as *mut _,
+            std::ptr::null_mut(),
+        )
+    };
+    let mut spool = build.spool;
+    let layout = match spool.fixed_layout() {
+        Some(layout) => layout.clone(),
+        None => choose_layout(index, spool.rows()),
+    };
+    let index_tuples = (spool.rows() + spool.nulls.len() as u64) as f64;
+    let blocks = write(index, pg_sys::ForkNumber::MAIN_FORKNUM, &layout, &mut spool);
     log_pages(index, pg_sys::ForkNumber::MAIN_FORKNUM, blocks);
     // SAFETY: palloc'd result, as the AM API requires.
     unsafe {
         let result = pg_sys::palloc0(std::mem::size_of::<pg_sys::IndexBuildResult>())
             as *mut pg_sys::IndexBuildResult;
         (*result).heap_tuples = heap_tuples;
-        (*result).index_tuples = (collected.rows.len() + collected.nulls.len()) as f64;
+        (*result).index_tuples = index_tuples;
         result
     }
 }
@@ -135,9 +157,39 @@ pub unsafe extern "C-unwind" fn ambuildempty(index: pg_sys::Relation) {
         index,
         pg_sys::ForkNumber::INIT_FORKNUM,
         &layout,
-        &Collected::default(),
+        &mut Spool::new(),
     );
     log_pages(index, pg_sys::ForkNumber::INIT_FORKNUM, blocks);
+}
+
+/// What the build scan fills.
+struct BuildState {
+    index: pg_sys::Relation,
+    spool: Spool,
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn spool_row(
+    _index: pg_sys::Relation,
+    tid: pg_sys::ItemPointer,
+    values: *mut pg_sys::Datum,
+    isnull: *mut bool,
+    _alive: bool,
+    state: *mut std::ffi::c_void,
+) {
+    // SAFETY: state is the BuildState passed to table_index_build_scan; one key column.
+    unsafe {
+        let build = &mut *(state as *mut BuildState);
+        let tid = tid_of(&*tid);
+        if *isnull {
+            build.spool.nulls.push(tid);
+        } else {
+            let index = build.index;
+            build.spool.push((*values).value() as u64, tid, |rows| {
+                choose_layout(index, rows)
+            });
+        }
+    }
 }
 
 fn choose_layout(index: pg_sys::Relation, rows: u64) -> Layout {
@@ -161,13 +213,13 @@ fn write(
     index: pg_sys::Relation,
     fork: pg_sys::ForkNumber::Type,
     layout: &Layout,
-    collected: &Collected,
+    spool: &mut Spool,
 ) -> u32 {
-    let rows = &collected.rows;
+    let rows = spool.rows();
     progress(pg_sys::PROGRESS_CREATEIDX_SUBPHASE, PHASE_WRITING);
     progress(
         pg_sys::PROGRESS_CREATEIDX_TUPLES_TOTAL,
-        (rows.len() * layout.tables().len()) as i64,
+        (rows as usize * layout.tables().len()) as i64,
     );
     let metapage = Locked::extend(index, fork);
     assert_eq!(
@@ -176,17 +228,15 @@ fn write(
         "a new index starts empty"
     );
     let mut extents = Vec::with_capacity(layout.tables().len());
-    let mut permuted: Vec<(u64, Tid)> = Vec::with_capacity(rows.len());
     let mut written = 0i64;
-    for (t, table) in layout.tables().iter().enumerate() {
-        permuted.clear();
-        permuted.extend(rows.iter().map(|&(fp, tid)| (table.apply(fp), tid)));
-        permuted.sort_unstable();
+    for t in 0..layout.tables().len() {
         let mut extent = TableExtent {
             first_block: NO_BLOCK,
             pages: 0,
         };
-        for chunk in permuted.chunks(page::ENTRIES_PER_PAGE) {
+        let mut page_entries: Vec<(u64, Tid)> = Vec::with_capacity(page::ENTRIES_PER_PAGE);
+        let mut flush = |entries: &mut Vec<(u64, Tid)>| {
+            pgrx::check_for_interrupts!();
             let locked = Locked::extend(index, fork);
             if extent.pages == 0 {
                 extent.first_block = locked.block();
@@ -196,26 +246,36 @@ fn write(
             unsafe {
                 page::init(locked.page(), Kind::Table, t as u16);
                 let contents = page::contents_mut(locked.page());
-                for (i, &(key, tid)) in chunk.iter().enumerate() {
+                for (i, &(key, tid)) in entries.iter().enumerate() {
                     Entry { key, tid }.write(&mut contents[i * ENTRY_SIZE..]);
                 }
-                page::set_len(locked.page(), chunk.len() * ENTRY_SIZE);
+                page::set_len(locked.page(), entries.len() * ENTRY_SIZE);
                 pg_sys::MarkBufferDirty(locked.buffer);
             }
-            written += chunk.len() as i64;
+            written += entries.len() as i64;
             progress(pg_sys::PROGRESS_CREATEIDX_TUPLES_DONE, written);
+            entries.clear();
+        };
+        spool.sorted_table(layout, t, |key, tid| {
+            page_entries.push((key, tid));
+            if page_entries.len() == page::ENTRIES_PER_PAGE {
+                flush(&mut page_entries);
+            }
+        });
+        if !page_entries.is_empty() {
+            flush(&mut page_entries);
         }
         extents.push(extent);
     }
-    let (pending_head, pending_tail) = write_null_rows(index, fork, &collected.nulls);
+    let (pending_head, pending_tail) = write_null_rows(index, fork, &spool.nulls);
     let meta = Meta {
         max_distance: layout.max_distance,
         blocks: layout.blocks(),
         tables: extents,
         pending_head,
         pending_tail,
-        pending_entries: collected.nulls.len() as u64,
-        table_entries: rows.len() as u64,
+        pending_entries: spool.nulls.len() as u64,
+        table_entries: rows,
     };
     // SAFETY: block 0, new and exclusively locked.
     unsafe {

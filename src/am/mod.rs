@@ -11,6 +11,7 @@ mod meta;
 pub mod options;
 mod page;
 mod scan;
+mod spool;
 mod vacuum;
 
 use pgrx::prelude::*;

@@ -117,6 +117,7 @@ fn pending_blocks(index: pg_sys::Relation, m: &Meta) -> Vec<u32> {
     let mut blocks = Vec::new();
     let mut block = m.pending_head;
     while block != NO_BLOCK {
+        pgrx::check_for_interrupts!();
         blocks.push(block);
         let locked = Locked::read(
             index,
@@ -133,7 +134,8 @@ fn pending_blocks(index: pg_sys::Relation, m: &Meta) -> Vec<u32> {
 /// Removes the entries `dead` names from one page; returns how many remain and how many
 /// went.
 fn compact(index: pg_sys::Relation, block: u32, dead: &mut impl FnMut(Tid) -> bool) -> (u64, u64) {
-    // SAFETY: vacuum_delay_point may sleep; it holds no locks of ours.
+    // SAFETY: vacuum_delay_point may sleep, and checks for interrupts; no lock of ours is
+    // held here.
     unsafe { pg_sys::vacuum_delay_point() };
     let locked = Locked::read(
         index,
@@ -168,6 +170,7 @@ pub fn count_rows(index: pg_sys::Relation, m: &Meta) -> u64 {
     owner_pages(index, m)
         .into_iter()
         .map(|block| {
+            pgrx::check_for_interrupts!();
             let locked = Locked::read(
                 index,
                 pg_sys::ForkNumber::MAIN_FORKNUM,

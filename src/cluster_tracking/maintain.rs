@@ -68,13 +68,16 @@ impl Maintainer {
                 args.clusters
             ));
         };
+        let table = row
+            .get::<String>(2)
+            .ok()
+            .flatten()
+            .expect("the trigger's table");
+        let mut args = args;
+        args.priority = args.priority.map(|p| checked_priority(&table, &p));
         Maintainer {
             clusters,
-            table: row
-                .get::<String>(2)
-                .ok()
-                .flatten()
-                .expect("the trigger's table"),
+            table,
             schema: row.get::<String>(3).ok().flatten().unwrap_or_else(|| {
                 error!("neardup_track_clusters: the neardup extension is not installed")
             }),
@@ -349,6 +352,22 @@ impl Maintainer {
             ))
         })
     }
+}
+
+/// The priority checked as sort keys of `table` (see `crate::priority`), once per backend
+/// for each table and text: a single-row INSERT would otherwise pay for a parse and an
+/// analysis on every statement.
+fn checked_priority(table: &str, priority: &str) -> String {
+    thread_local! {
+        static CHECKED: RefCell<HashMap<(String, String), String>> = RefCell::new(HashMap::new());
+    }
+    let key = (table.to_string(), priority.to_string());
+    if let Some(done) = CHECKED.with(|c| c.borrow().get(&key).cloned()) {
+        return done;
+    }
+    let done = crate::priority::checked("neardup_track_clusters", table, priority);
+    CHECKED.with(|c| c.borrow_mut().insert(key, done.clone()));
+    done
 }
 
 fn filter_arg(rows: &Rows) -> DatumWithOid<'static> {

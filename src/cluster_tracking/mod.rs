@@ -44,7 +44,7 @@ fn neardup_track_clusters<'a>(
     let args = trigger.extra_args()?;
     let table = trigger.relid()?;
     let event = trigger.event();
-    let no_jit = WithoutJit::new();
+    let settings = TriggerSettings::new();
     Spi::connect_mut(|client| {
         let maintainer = Maintainer::open(client, table, &args);
         if event.fired_by_truncate() {
@@ -72,33 +72,44 @@ fn neardup_track_clusters<'a>(
             maintainer.update(client, &quote_ident(old), &quote_ident(new));
         }
     });
-    no_jit.end();
+    settings.end();
     Ok(None)
 }
 
-/// `jit = off` for the trigger's own queries, as a function's `SET jit = off` clause would
-/// do. A bulk statement's neighbour join is costed high enough to be JIT-compiled, which
-/// took longer than running it. The user's setting comes back when the trigger returns; if
-/// it fails, the transaction's abort restores it.
-struct WithoutJit(i32);
+/// Settings for the trigger's own queries, as a function's `SET` clauses would give them;
+/// the user's come back when the trigger returns, and if it fails the transaction's abort
+/// restores them.
+/// - `jit = off`: a bulk statement's neighbour join is costed high enough to be
+///   JIT-compiled, which took longer than running it.
+/// - `search_path` with `pg_catalog` first: the queries call built-in functions and
+///   operators unqualified, and a look-alike earlier on the user's path must not take
+///   their place. The user's path follows, for functions a priority expression names.
+struct TriggerSettings(i32);
 
-impl WithoutJit {
-    fn new() -> WithoutJit {
+impl TriggerSettings {
+    fn new() -> TriggerSettings {
         // SAFETY: plain GUC calls on the backend's own state; the nest level is closed by
         // end(), or by the abort of the transaction.
         unsafe {
             let level = pg_sys::NewGUCNestLevel();
-            pg_sys::set_config_option(
-                c"jit".as_ptr(),
-                c"off".as_ptr(),
-                pg_sys::GucContext::PGC_USERSET,
-                pg_sys::GucSource::PGC_S_SESSION,
-                pg_sys::GucAction::GUC_ACTION_SAVE,
-                true,
-                0,
-                false,
-            );
-            WithoutJit(level)
+            let user_path = std::ffi::CStr::from_ptr(pg_sys::namespace_search_path)
+                .to_string_lossy()
+                .into_owned();
+            let path = std::ffi::CString::new(format!("pg_catalog, {user_path}"))
+                .expect("a GUC value has no NUL");
+            for (name, value) in [(c"jit", c"off"), (c"search_path", path.as_c_str())] {
+                pg_sys::set_config_option(
+                    name.as_ptr(),
+                    value.as_ptr(),
+                    pg_sys::GucContext::PGC_USERSET,
+                    pg_sys::GucSource::PGC_S_SESSION,
+                    pg_sys::GucAction::GUC_ACTION_SAVE,
+                    true,
+                    0,
+                    false,
+                );
+            }
+            TriggerSettings(level)
         }
     }
 
@@ -127,9 +138,15 @@ impl TrackingArgs {
                 args.len()
             ));
         }
-        let max_distance = args[3].trim().parse::<i32>().unwrap_or_else(|_| {
+        let max_distance = args[3].trim().parse::<i32>().unwrap_or_else(|e| {
+            let why = match e.kind() {
+                std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
+                    "is out of range"
+                }
+                _ => "is not an integer",
+            };
             errors::invalid_parameter(format!(
-                "neardup_track_clusters: max distance \"{}\" is not an integer",
+                "neardup_track_clusters: max distance \"{}\" {why}",
                 args[3]
             ))
         });
@@ -137,7 +154,7 @@ impl TrackingArgs {
             clusters: args[0].clone(),
             id: quote_ident(&args[1]),
             signature: quote_ident(&args[2]),
-            max_distance: checked_distance(max_distance),
+            max_distance: checked_distance("neardup_track_clusters", max_distance),
             priority: args.get(4).filter(|p| !p.trim().is_empty()).cloned(),
         }
     }
