@@ -134,19 +134,26 @@ fn neardup_clusters(
         "SELECT {id}::bigint, {sig}::bigint FROM {relation} ORDER BY {order}",
         sig = quote_ident(signature_column)
     );
-    // Per row: id and fingerprint, the components' working set, label and representative
-    // slots, and the output row.
+    // Per row with a fingerprint: its id and fingerprint, then the components' working set,
+    // then (with the fingerprint gone) its root, label, representative and output slot.
+    // Rows without one are clusters of their own: only their id is kept.
     let budget = RowBudget::maintenance(
         "neardup_clusters",
-        8 + 16 + near_duplicate_components_bytes_per_row() + 12 + 24,
+        8 + 8 + near_duplicate_components_bytes_per_row(),
     );
-    let (mut ids, mut fps): (Vec<i64>, Vec<Option<u64>>) = (Vec::new(), Vec::new());
+    let (mut ids, mut fps, mut alone) = (Vec::new(), Vec::new(), Vec::new());
     for_each_row("neardup_clusters", &query, |row| {
-        budget.admit(ids.len() + 1);
-        ids.push(row.get::<i64>(1).ok().flatten().unwrap_or_else(|| {
+        budget.admit(ids.len() + alone.len() + 1);
+        let id = row.get::<i64>(1).ok().flatten().unwrap_or_else(|| {
             errors::null_not_allowed("neardup_clusters: the id column has NULLs")
-        }));
-        fps.push(row.get::<i64>(2).ok().flatten().map(|fp| fp as u64));
+        });
+        match row.get::<i64>(2).ok().flatten() {
+            Some(fp) => {
+                ids.push(id);
+                fps.push(fp as u64);
+            }
+            None => alone.push(id),
+        }
     });
     let mut components = near_duplicate_components(&fps, max_distance)
         .unwrap_or_else(|e| errors::invalid_parameter(e.0));
@@ -156,6 +163,7 @@ fn neardup_clusters(
     let mut label = vec![i64::MAX; rows];
     let mut representative = vec![u32::MAX; rows];
     let roots: Vec<u32> = (0..rows as u32).map(|r| components.find(r)).collect();
+    drop(components);
     for (r, &root) in roots.iter().enumerate() {
         let root = root as usize;
         label[root] = label[root].min(ids[r]);
@@ -163,22 +171,36 @@ fn neardup_clusters(
             representative[root] = r as u32;
         }
     }
-    let mut out: Vec<(i64, i64, bool)> = (0..rows)
-        .map(|r| {
-            let root = roots[r] as usize;
-            (ids[r], label[root], representative[root] == r as u32)
-        })
-        .collect();
-    out.sort_unstable();
-    if let Some(w) = out.windows(2).find(|w| w[0].0 == w[1].0) {
-        errors::raise_with_hint(
-            PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION,
-            format!(
-                "neardup_clusters: id {} appears more than once in column {id}",
-                w[0].0
-            ),
-            "Cluster by a column with unique values, such as the primary key.",
-        );
-    }
-    TableIterator::new(out)
+    let mut by_id: Vec<u32> = (0..rows as u32).collect();
+    by_id.sort_unstable_by_key(|&r| ids[r as usize]);
+    alone.sort_unstable();
+    let clustered = by_id.into_iter().map(move |r| {
+        let root = roots[r as usize] as usize;
+        (ids[r as usize], label[root], representative[root] == r)
+    });
+    let alone = alone.into_iter().map(|id| (id, id, true));
+    let mut previous = None;
+    TableIterator::new(merge_by_id(clustered, alone).inspect(move |&(id, _, _)| {
+        if previous == Some(id) {
+            errors::raise_with_hint(
+                PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION,
+                format!("neardup_clusters: id {id} appears more than once in the id column"),
+                "Cluster by a column with unique values, such as the primary key.",
+            );
+        }
+        previous = Some(id);
+    }))
+}
+
+/// Two streams of rows sorted by id, as one.
+fn merge_by_id(
+    a: impl Iterator<Item = (i64, i64, bool)>,
+    b: impl Iterator<Item = (i64, i64, bool)>,
+) -> impl Iterator<Item = (i64, i64, bool)> {
+    let (mut a, mut b) = (a.peekable(), b.peekable());
+    std::iter::from_fn(move || match (a.peek(), b.peek()) {
+        (Some(x), Some(y)) if y.0 < x.0 => b.next(),
+        (Some(_), _) => a.next(),
+        (None, _) => b.next(),
+    })
 }

@@ -101,9 +101,17 @@ pub fn plan_insert(new_rows: &[i64], links: &[(i64, Neighbor)]) -> MergePlan {
 /// Members with equal fingerprints are linked without comparing them, so a cluster of many
 /// exact copies costs a sort, not a quadratic number of pairs.
 pub fn plan_split(members: &[(i64, Option<u64>)], max_distance: u32) -> Vec<(i64, i64)> {
-    let fps: Vec<Option<u64>> = members.iter().map(|m| m.1).collect();
-    let mut components = near_duplicate_components(&fps, max_distance)
+    let signed: Vec<usize> = (0..members.len())
+        .filter(|&m| members[m].1.is_some())
+        .collect();
+    let fps: Vec<u64> = signed.iter().filter_map(|&m| members[m].1).collect();
+    let mut linked = near_duplicate_components(&fps, max_distance)
         .expect("a distance the cluster table was created with");
+    // Members without a fingerprint are alone; the others follow their signed row's root.
+    let mut components = UnionFind::new(members.len());
+    for (s, &m) in signed.iter().enumerate() {
+        components.union(signed[linked.find(s as u32) as usize] as u32, m as u32);
+    }
     let mut label: HashMap<u32, i64> = HashMap::new();
     for (m, &(id, _)) in members.iter().enumerate() {
         let root = components.find(m as u32);

@@ -61,18 +61,13 @@ impl UnionFind {
     }
 }
 
-/// The connected components of `fps` (rows; `None` stands alone) under Hamming distance ≤
+/// The connected components of `fps` (one fingerprint a row) under Hamming distance ≤
 /// `max_distance`, as a union-find over the row numbers, without ever holding the pairs:
 /// rows with equal fingerprints are linked through one sort (a table where 100,000 rows
 /// share a fingerprint costs a sort, not 5·10⁹ pairs), and the distinct fingerprints
 /// through the streamed [`Pairs`].
-pub fn near_duplicate_components(
-    fps: &[Option<u64>],
-    max_distance: u32,
-) -> Result<UnionFind, LayoutError> {
-    let mut by_fp: Vec<(u64, u32)> = (0..fps.len() as u32)
-        .filter_map(|row| fps[row as usize].map(|fp| (fp, row)))
-        .collect();
+pub fn near_duplicate_components(fps: &[u64], max_distance: u32) -> Result<UnionFind, LayoutError> {
+    let mut by_fp: Vec<(u64, u32)> = fps.iter().zip(0..).map(|(&fp, row)| (fp, row)).collect();
     by_fp.sort_unstable();
     let mut components = UnionFind::new(fps.len());
     // One row per distinct fingerprint stands for its copies in the pair search.
@@ -94,15 +89,15 @@ pub fn near_duplicate_components(
     Ok(components)
 }
 
-/// Bytes [`near_duplicate_components`] holds per row at most, for checking a memory limit
-/// before reading the rows: the sort entry, the union-find, and a distinct fingerprint
-/// with its stand-in and its share of the pair search.
+/// Bytes [`near_duplicate_components`] holds per row at its peak, for checking a memory
+/// limit before reading the rows: the union-find, and the larger of the sort with the
+/// distinct fingerprints and their stand-ins, or those with the pair search.
 pub const fn near_duplicate_components_bytes_per_row() -> usize {
-    std::mem::size_of::<(u64, u32)>()
-        + 2 * std::mem::size_of::<u32>()
-        + 8
-        + 4
-        + Pairs::bytes_per_row()
+    let union_find = 2 * std::mem::size_of::<u32>();
+    let distinct = std::mem::size_of::<u64>() + std::mem::size_of::<u32>();
+    let sort = std::mem::size_of::<(u64, u32)>();
+    let pairs = Pairs::bytes_per_row();
+    union_find + distinct + if sort > pairs { sort } else { pairs }
 }
 
 #[cfg(test)]
@@ -165,25 +160,22 @@ mod tests {
             x ^= x << 17;
             x
         };
-        // Random rows, near copies, exact copies (many of one value) and NULLs.
-        let mut fps: Vec<Option<u64>> = (0..600).map(|_| Some(next())).collect();
+        // Random rows, near copies and exact copies (many of one value).
+        let mut fps: Vec<u64> = (0..600).map(|_| next()).collect();
         for i in 0..300 {
-            let mut fp = fps[i % 60].unwrap();
+            let mut fp = fps[i % 60];
             for _ in 0..next() % 5 {
                 fp ^= 1 << (next() % 64);
             }
-            fps.push(Some(fp));
+            fps.push(fp);
         }
-        fps.extend(std::iter::repeat_n(Some(0), 500));
-        fps.extend(std::iter::repeat_n(None, 20));
+        fps.extend(std::iter::repeat_n(0, 500));
         for k in [0, 1, 3, 5] {
             let mut want = UnionFind::new(fps.len());
             for i in 0..fps.len() {
                 for j in i + 1..fps.len() {
-                    if let (Some(a), Some(b)) = (fps[i], fps[j]) {
-                        if crate::simhash::hamming(a, b) <= k {
-                            want.union(i as u32, j as u32);
-                        }
+                    if crate::simhash::hamming(fps[i], fps[j]) <= k {
+                        want.union(i as u32, j as u32);
                     }
                 }
             }
