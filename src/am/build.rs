@@ -221,12 +221,15 @@ fn write(
         pg_sys::PROGRESS_CREATEIDX_TUPLES_TOTAL,
         (rows as usize * layout.tables().len()) as i64,
     );
+    // Block 0 is reserved now and written last. Its buffer lock is not held meanwhile: a
+    // held buffer lock holds off interrupts, and the sorts and writes take long.
     let metapage = Locked::extend(index, fork);
     assert_eq!(
         metapage.block(),
         page::META_BLOCK,
         "a new index starts empty"
     );
+    drop(metapage);
     let mut extents = Vec::with_capacity(layout.tables().len());
     let mut written = 0i64;
     for t in 0..layout.tables().len() {
@@ -277,6 +280,7 @@ fn write(
         pending_entries: spool.nulls.len() as u64,
         table_entries: rows,
     };
+    let metapage = Locked::read(index, fork, page::META_BLOCK, pg_sys::BUFFER_LOCK_EXCLUSIVE);
     // SAFETY: block 0, new and exclusively locked.
     unsafe {
         page::init(metapage.page(), Kind::Meta, 0);

@@ -96,8 +96,9 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
             .collect();
         drop(collected);
         in_heap.sort_unstable();
-        // The heap rows, one table's entries and the build scan's copy at a time.
-        RowBudget::maintenance("hamming_index_check", 3 * 16).admit(in_heap.len() + pending.len());
+        // The heap rows (24 bytes), those not pending (16), one table's entries (16) and,
+        // briefly, the build scan's copy.
+        RowBudget::maintenance("hamming_index_check", 64).admit(in_heap.len() + pending.len());
         let show = |fp: Option<u64>| fp.map_or("NULL".to_string(), |f| format!("{f:016x}"));
         let missing = |tid: Tid, fp: Option<u64>| -> ! {
             corrupt(format!(

@@ -234,7 +234,7 @@ impl Maintainer {
             "SELECT n.id, n.fp::bigint, c.cluster_id,
                     CASE WHEN c.is_representative THEN o.fp::bigint ELSE rt.{sig}::bigint END,
                     EXISTS (SELECT 1 FROM {clusters} c2 WHERE c2.cluster_id = c.cluster_id AND c2.id <> c.id),
-                    o.fp IS NOT DISTINCT FROM n.fp
+                    o.fp::bigint IS NOT DISTINCT FROM n.fp::bigint
              FROM ({new_all}) n JOIN ({old_all}) o USING (id)
              LEFT JOIN {clusters} c ON c.id = n.id
              LEFT JOIN {clusters} r ON r.cluster_id = c.cluster_id AND r.is_representative
