@@ -228,6 +228,11 @@ fn hardening_functions_that_read_tables_are_not_parallel_safe() {
         labels,
         "hamming_index_check:vr,hamming_pairs:sr,neardup_cluster_tracking:vu,neardup_clusters:su,neardup_components:vu"
     );
+    // The whole suite runs with force_parallel_mode = regress (see pg_test in lib.rs).
+    assert_eq!(
+        Spi::get_one::<String>("SHOW force_parallel_mode").unwrap().as_deref(),
+        Some("regress")
+    );
     // A parallel plan over hamming_pairs runs it in the leader.
     hardening_fixture();
     Spi::run(
