@@ -87,6 +87,9 @@ unsafe fn step<S: FromDatum>(
             errors::null_not_allowed("neardup_keep: the threshold must not be NULL");
         }
         let given = threshold(pg_getarg_datum_raw(fcinfo, 3));
+        if matches!(given, Threshold::MinMatch(t) if t.is_nan()) {
+            errors::invalid_parameter("neardup_keep: the threshold must be a number, not NaN");
+        }
         match state.threshold {
             None => state.threshold = Some(given),
             Some(t) if t != given => errors::invalid_parameter(

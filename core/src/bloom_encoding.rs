@@ -60,6 +60,12 @@ impl BloomSignature {
                     // At most 9 digits: fits an i64 whatever they are.
                     Ok(digits.iter().fold(0i64, |n, d| 10 * n + (d - b'0') as i64))
                 }
+                Some(digits @ [_, ..]) if digits.iter().all(u8::is_ascii_digit) => {
+                    Err(malformed(format!(
+                        "the {name}<number> field is out of range ({} digits)",
+                        digits.len()
+                    )))
+                }
                 _ => Err(malformed(format!(
                     "the {name}<number> field is missing or not a number (the form is \
                      bloom:m=<bits>:k=<hashes>:chunk=<chunk size>:<hex>)"
@@ -214,6 +220,21 @@ mod tests {
     }
 
     #[test]
+    fn out_of_range_numbers_in_text_are_named_so() {
+        for (text, digits) in [
+            ("bloom:m=1234567890:k=6:chunk=256:00", 10),
+            ("bloom:m=1234567890123:k=6:chunk=256:00", 13),
+        ] {
+            assert_eq!(
+                BloomSignature::from_text(text.as_bytes())
+                    .unwrap_err()
+                    .to_string(),
+                format!("malformed Bloom signature: the m=<number> field is out of range ({digits} digits)")
+            );
+        }
+    }
+
+    #[test]
     fn malformed_text_is_rejected() {
         let hex16 = "0123456789abcdef";
         let err = |text: String| {
@@ -239,7 +260,6 @@ mod tests {
             "bloom:m=:k=6:chunk=256:".into(),
             "bloom:m=+64:k=6:chunk=256:".into(),
             "bloom:m=-64:k=6:chunk=256:".into(),
-            "bloom:m=1234567890:k=6:chunk=256:".into(),
             "bloom:M=64:k=6:chunk=256:".into(),
             "bloom:64:6:256:".into(),
         ] {
