@@ -5,7 +5,9 @@
 #   2. core:        plain cargo test of the pure-Rust core (unit, golden, 1M-input property, memory)
 #   3. SQL:         cargo pgrx test (pg_test functions inside a real backend)
 #   4. integration: release build in a real cluster: regression files, parallel scan,
-#                   100 MB text, the README cookbook and the demo
+#                   100 MB text, the README cookbook and rendering, the demo, the upgrade
+#                   from 0.1.0, an install over a running server, cancellation, memory
+#                   bounds, an install in a schema off the search_path
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")" && pwd)
 cd "$ROOT"

@@ -7,6 +7,7 @@
 set -euo pipefail
 
 PG_BIN=/usr/lib/postgresql/15/bin
+NEARDUP_SCRIPTS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 cluster_start() {
     local dir=$1
@@ -34,7 +35,8 @@ cluster_stop() {
     fi
 }
 
-# Builds the extension (release) and installs it into the system PostgreSQL 15.
+# Builds the extension (release) and installs it into the system PostgreSQL 15, each file
+# renamed into place so that running servers never see a half-written library.
 install_extension() {
-    cargo pgrx install --release --pg-config "$PG_CONFIG" >/dev/null
+    "$NEARDUP_SCRIPTS/install.sh" >/dev/null
 }

@@ -27,21 +27,59 @@ pub unsafe fn scan_table(
     progress: bool,
 ) -> (Collected, f64) {
     let mut collected = Collected::default();
-    // SAFETY: `collect` matches the callback type and receives a pointer to `collected`,
-    // which outlives the scan.
+    // SAFETY: as the caller promises.
     let heap_tuples = unsafe {
+        for_each_indexed_row(heap, index, info, progress, |fp, tid| match fp {
+            Some(fp) => collected.rows.push((fp, tid)),
+            None => collected.nulls.push(tid),
+        })
+    };
+    (collected, heap_tuples)
+}
+
+/// Calls `row` with the fingerprint (`None` when NULL) and TID of every row the table
+/// would index, through the table AM's build scan; returns the heap tuples scanned.
+///
+/// # Safety
+/// `heap` and `index` are open; `info` describes `index`.
+unsafe fn for_each_indexed_row<F: FnMut(Option<u64>, Tid)>(
+    heap: pg_sys::Relation,
+    index: pg_sys::Relation,
+    info: *mut pg_sys::IndexInfo,
+    progress: bool,
+    mut row: F,
+) -> f64 {
+    #[pg_guard]
+    unsafe extern "C-unwind" fn callback<F: FnMut(Option<u64>, Tid)>(
+        _index: pg_sys::Relation,
+        tid: pg_sys::ItemPointer,
+        values: *mut pg_sys::Datum,
+        isnull: *mut bool,
+        _alive: bool,
+        state: *mut std::ffi::c_void,
+    ) {
+        // SAFETY: state is the closure passed to table_index_build_scan below; the index
+        // has one key column.
+        unsafe {
+            let row = &mut *(state as *mut F);
+            let fp = (!*isnull).then(|| (*values).value() as u64);
+            row(fp, tid_of(&*tid));
+        }
+    }
+    // SAFETY: `callback::<F>` matches the callback type and receives a pointer to `row`,
+    // which outlives the scan.
+    unsafe {
         pg_sys::table_index_build_scan(
             heap,
             index,
             info,
             true,
             progress,
-            Some(collect),
-            &mut collected as *mut _ as *mut _,
+            Some(callback::<F>),
+            &mut row as *mut F as *mut _,
             std::ptr::null_mut(),
         )
-    };
-    (collected, heap_tuples)
+    }
 }
 use neardup_core::permuted::Layout;
 use pgrx::pg_sys;
@@ -59,28 +97,6 @@ pub unsafe extern "C-unwind" fn ambuildphasename(phase: i64) -> *mut std::ffi::c
         _ => return std::ptr::null_mut(),
     };
     name.as_ptr() as *mut std::ffi::c_char
-}
-
-#[pg_guard]
-unsafe extern "C-unwind" fn collect(
-    _index: pg_sys::Relation,
-    tid: pg_sys::ItemPointer,
-    values: *mut pg_sys::Datum,
-    isnull: *mut bool,
-    _alive: bool,
-    state: *mut std::ffi::c_void,
-) {
-    // SAFETY: state is the Collected passed to table_index_build_scan; one key column.
-    unsafe {
-        let collected = &mut *(state as *mut Collected);
-        if *isnull {
-            collected.nulls.push(tid_of(&*tid));
-        } else {
-            collected
-                .rows
-                .push(((*values).value() as u64, tid_of(&*tid)));
-        }
-    }
 }
 
 pub fn tid_of(tid: &pg_sys::ItemPointerData) -> Tid {
@@ -112,25 +128,14 @@ pub unsafe extern "C-unwind" fn ambuild(
     index_info: *mut pg_sys::IndexInfo,
 ) -> *mut pg_sys::IndexBuildResult {
     progress(pg_sys::PROGRESS_CREATEIDX_SUBPHASE, PHASE_SCANNING);
-    let mut build = BuildState {
-        index,
-        spool: Spool::new(),
-    };
-    // SAFETY: `spool_row` matches the callback type and receives a pointer to `build`,
-    // which outlives the scan.
+    let mut spool = Spool::new();
+    // SAFETY: the arguments come from PostgreSQL.
     let heap_tuples = unsafe {
-        pg_sys::table_index_build_scan(
-            heap,
-            index,
-            index_info,
-            true,
-            true,
-            Some(spool_row),
-            &mut build as *mut _ as *mut _,
-            std::ptr::null_mut(),
-        )
+        for_each_indexed_row(heap, index, index_info, true, |fp, tid| match fp {
+            Some(fp) => spool.push(fp, tid, |rows| choose_layout(index, rows)),
+            None => spool.nulls.push(tid),
+        })
     };
-    let mut spool = build.spool;
     let layout = match spool.fixed_layout() {
         Some(layout) => layout.clone(),
         None => choose_layout(index, spool.rows()),
@@ -160,36 +165,6 @@ pub unsafe extern "C-unwind" fn ambuildempty(index: pg_sys::Relation) {
         &mut Spool::new(),
     );
     log_pages(index, pg_sys::ForkNumber::INIT_FORKNUM, blocks);
-}
-
-/// What the build scan fills.
-struct BuildState {
-    index: pg_sys::Relation,
-    spool: Spool,
-}
-
-#[pg_guard]
-unsafe extern "C-unwind" fn spool_row(
-    _index: pg_sys::Relation,
-    tid: pg_sys::ItemPointer,
-    values: *mut pg_sys::Datum,
-    isnull: *mut bool,
-    _alive: bool,
-    state: *mut std::ffi::c_void,
-) {
-    // SAFETY: state is the BuildState passed to table_index_build_scan; one key column.
-    unsafe {
-        let build = &mut *(state as *mut BuildState);
-        let tid = tid_of(&*tid);
-        if *isnull {
-            build.spool.nulls.push(tid);
-        } else {
-            let index = build.index;
-            build.spool.push((*values).value() as u64, tid, |rows| {
-                choose_layout(index, rows)
-            });
-        }
-    }
 }
 
 fn choose_layout(index: pg_sys::Relation, rows: u64) -> Layout {

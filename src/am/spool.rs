@@ -75,13 +75,19 @@ impl Spool {
                 rows.push((fp, tid));
             }
             Mode::Memory(rows) => {
-                let kept = std::mem::take(rows);
+                let mut kept = std::mem::take(rows);
                 let layout = layout_for(self.rows * 2);
-                // SAFETY: only this backend's memory; the sorts live until `finish`.
+                // SAFETY: only this backend's memory; the sorts are ended on drop.
                 let sorts = unsafe { begin_sorts(layout.tables().len()) };
                 self.mode = Mode::Sorting { layout, sorts };
-                for (fp, tid) in kept {
+                // The kept rows move into the sorts as the sorts fill: give their memory
+                // back as they go, an eighth at a time, not all at the end.
+                let eighth = (kept.len() / 8).max(1);
+                while let Some((fp, tid)) = kept.pop() {
                     self.put(fp, tid);
+                    if kept.len() % eighth == 0 {
+                        kept.shrink_to_fit();
+                    }
                 }
                 self.put(fp, tid);
             }

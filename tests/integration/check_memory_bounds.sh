@@ -8,6 +8,8 @@
 #   - CREATE INDEX of 2,000,000 rows with maintenance_work_mem = 16MB (in memory the build
 #     would take 64 MB; it spills through tuplesort instead).
 set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+source "$ROOT/scripts/memory.sh"
 DB=memory_bounds
 psql -qX -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null
 psql -qX -d $DB -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
@@ -22,29 +24,9 @@ VACUUM ANALYZE;
 SQL
 
 failed=0
-peak_mb() { # SETTINGS SQL: prints "peak_mb result"
-    local settings=$1 sql=$2 app="memcheck_$RANDOM" pid="" before peak=0 now
-    local out
-    out=$(mktemp)
-    PGAPPNAME=$app psql -qAtX -d $DB -c "$settings" -c "SELECT pg_sleep(0.5)" -c "$sql" >"$out" 2>&1 &
-    local client=$!
-    while [[ -z $pid ]]; do
-        pid=$(psql -qAtX -d $DB -c "SELECT pid FROM pg_stat_activity WHERE application_name = '$app'")
-    done
-    before=$(awk '/^RssAnon/ {print $2}' "/proc/$pid/status")
-    while kill -0 "$client" 2>/dev/null; do
-        now=$(awk '/^RssAnon/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
-        ((now > peak)) && peak=$now
-        sleep 0.02
-    done
-    wait "$client" || { echo "failed: $(cat "$out")"; rm -f "$out"; return 1; }
-    echo "$(((peak - before) / 1024)) $(tail -1 "$out")"
-    rm -f "$out"
-}
-
 check() { # NAME LIMIT_MB SETTINGS SQL EXPECTED
     local got mb result
-    got=$(peak_mb "$3" "$4") || { echo "FAIL $1: $got"; failed=1; return; }
+    got=$(peak_private_mb $DB "$3" "$4") || { echo "FAIL $1: $got"; failed=1; return; }
     read -r mb result <<<"$got"
     if [[ $result != "$5" ]]; then
         echo "FAIL $1: result $result, expected $5"
