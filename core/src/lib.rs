@@ -25,6 +25,7 @@ pub mod index_page;
 pub mod interrupts;
 pub mod minhash;
 pub mod minhash_encoding;
+pub mod nearest;
 pub mod permuted;
 pub mod refinement;
 pub mod simhash;

@@ -1,13 +1,19 @@
 //! Cost estimate. A lookup within the index's max_distance reads, in each permuted table, a
 //! binary-search descent and the pages of one prefix run (about rows / 2^prefix entries),
-//! plus the pending pages. A radius beyond max_distance, or ORDER BY without a radius,
-//! reads a whole table (and sorts it). Selectivity comes from the operators' estimators
+//! plus the pending pages. A radius beyond max_distance reads a whole table (and sorts it
+//! for ORDER BY). ORDER BY without a radius is the lookup, then passes over table 0 and
+//! the pending pages, each a distance test per entry and no sort (see scan.rs): the first
+//! pass is in the startup cost, since with no row within max_distance (the usual case for a
+//! new query) the first row needs it; a full order needs the passes `neardup_core::nearest`
+//! predicts for random fingerprints. Selectivity comes from the operators' estimators
 //! (genericcostestimate); pages already read by earlier loops of a nested loop are priced
 //! as cached (index_pages_fetched), so parameterized joins through the index look as cheap
 //! as they are.
 
 use super::meta;
 use super::page;
+use super::scan::{pass_rows_cap, FIRST_PASS_ROWS};
+use neardup_core::nearest::passes_for_uniform;
 use pgrx::prelude::*;
 use pgrx::{pg_sys, PgList};
 
@@ -77,10 +83,14 @@ pub unsafe extern "C-unwind" fn amcostestimate(
                 (pages, cost, cost)
             }
             None if ordered => {
-                // ORDER BY alone: the rows within max_distance come from a lookup; the full
-                // read follows only if the scan goes on, so LIMIT n pays about the lookup.
+                // ORDER BY alone: a lookup, then a pass per batch of farther rows. An entry
+                // of a pass is one distance test: an operator, not an index tuple.
                 let (pages, cost) = lookup();
-                (pages, cost, cost + full_scan)
+                let pass = one_table * seq_page + rows * pg_sys::cpu_operator_cost;
+                let passes =
+                    passes_for_uniform(rows, m.max_distance + 1, FIRST_PASS_ROWS, pass_rows_cap())
+                        .max(1) as f64;
+                (pages + one_table, cost + pass, cost + pass * passes)
             }
             _ => (one_table, full_scan, full_scan),
         };

@@ -3,25 +3,30 @@
 //! pigeonhole argument, see `neardup_core::permuted`), plus the pending pages; a radius
 //! beyond the index's max_distance reads one whole table instead. Strategy 2, `ORDER BY fp
 //! <~> q`: first every row within max_distance, nearest first, then, only if the scan goes
-//! on, all the others by distance. Results are exact: no recheck.
+//! on, passes over table 0 and the pending rows that each keep the next few thousand
+//! nearest rows (`neardup_core::nearest`): no pass sorts or holds the whole index. Results
+//! are exact: no recheck.
 //!
 //! Several ORDER BY distances sort lexicographically; rows whose fingerprint is NULL (kept
 //! in the pending pages) come last with NULL distances, as a seq scan would sort them.
 //!
-//! A scan computes its TIDs on the first call and hands them out from memory; it holds no
-//! buffer pins between calls. Under an MVCC snapshot a scan keeps what it read for its
-//! rescans (a nested loop join rescans once per outer row): the metapage, the pending rows
-//! and the first key of each table page it looked at, see [`ScanCache`].
+//! An ordered scan computes one batch of TIDs at a time and hands it out from memory; a
+//! bitmap scan adds its TIDs to the bitmap as it finds them. No scan holds buffer pins
+//! between calls. Under an MVCC snapshot a scan keeps what it read for its rescans (a
+//! nested loop join rescans once per outer row): the metapage, the pending rows and the
+//! first key of each table page it looked at, see [`ScanCache`].
 
 use super::build::item_pointer;
 use super::meta;
 use super::page::{self, Kind, Locked};
 use crate::hamming_query::HammingBall;
 use neardup_core::index_page::{entries, lower_bound, Meta, Tid, NO_BLOCK};
+use neardup_core::nearest::{pass_target, NearestPass};
 use neardup_core::permuted::{Layout, Permutation, SortedTables};
 use neardup_core::simhash::hamming;
 use pgrx::prelude::*;
 use pgrx::{pg_sys, PgMemoryContexts};
+use std::cmp::Ordering;
 
 /// Strategy 1 of the operator classes (`<@`); strategy 2 (`<~>`) only ever orders.
 pub const STRATEGY_WITHIN: u16 = 1;
@@ -39,17 +44,33 @@ struct Query {
 /// A row of the index: its fingerprint (`None` when NULL) and heap TID.
 type Row = (Option<u64>, Tid);
 
-/// A row to return, with its sort key: one distance per ORDER BY (NULL sorts last).
+/// A row to return. Its sort key (one distance per ORDER BY) is computed when compared:
+/// a popcount per key costs less than a heap-allocated key per row.
+#[derive(Clone, Copy)]
 struct Hit {
-    key: Vec<u64>,
+    fp: Option<u64>,
     tid: Tid,
 }
 
 /// What an unconstrained ORDER BY reads after the rows within max_distance.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Later {
-    FarRows,
+    /// A pass for the nearest rows from this distance on.
+    FarRows {
+        from: u32,
+    },
     NullRows,
+}
+
+/// The first pass keeps about this many rows: enough for any usual LIMIT, small enough to
+/// cost nothing but the read. Each further pass doubles it, up to work_mem.
+pub const FIRST_PASS_ROWS: usize = 4096;
+
+/// The most rows a pass keeps (apart from its farthest bucket): work_mem's worth.
+pub fn pass_rows_cap() -> usize {
+    // SAFETY: a GUC variable, read in the backend's only thread.
+    let work_mem_kb = unsafe { pg_sys::work_mem }.max(64) as usize;
+    (work_mem_kb * 1024 / std::mem::size_of::<Hit>()).max(FIRST_PASS_ROWS)
 }
 
 #[derive(Default)]
@@ -59,7 +80,9 @@ struct ScanState {
     /// In the order to return them.
     results: Vec<Hit>,
     next: usize,
-    later: Vec<Later>,
+    later: Option<Later>,
+    /// Passes made for the rows beyond max_distance.
+    passes: u32,
     /// Kept across rescans when the snapshot is MVCC.
     cache: Option<ScanCache>,
 }
@@ -76,7 +99,7 @@ struct PendingRows {
 impl PendingRows {
     fn read(index: pg_sys::Relation, meta: &Meta) -> PendingRows {
         let mut rows = Vec::new();
-        for_each_pending(index, meta, |fp, tid| rows.push((fp, tid)));
+        for_each_pending(index, meta.pending_head, |fp, tid| rows.push((fp, tid)));
         PendingRows {
             rows,
             compared_all: false,
@@ -94,12 +117,27 @@ impl PendingRows {
             self.tables = Some(SortedTables::new(layout, &items));
         }
         match &self.tables {
-            Some(tables) => tables.probe(layout, center, radius, |i| emit(self.rows[i as usize])),
+            Some(tables) => {
+                // A row sharing a prefix in several tables comes once per table.
+                let mut found = Vec::new();
+                tables.probe(layout, center, radius, |i| found.push(i));
+                found.sort_unstable();
+                found.dedup();
+                found.into_iter().for_each(|i| emit(self.rows[i as usize]));
+            }
             None => {
-                self.rows.iter().copied().for_each(emit);
+                for_each_row_in(&self.rows, &mut emit);
                 self.compared_all = true;
             }
         }
+    }
+}
+
+/// Calls `emit` with each of `rows`, checking for interrupts every few thousand.
+fn for_each_row_in(rows: &[Row], mut emit: impl FnMut(Row)) {
+    for chunk in rows.chunks(4096) {
+        pgrx::check_for_interrupts!();
+        chunk.iter().copied().for_each(&mut emit);
     }
 }
 
@@ -246,18 +284,30 @@ pub unsafe extern "C-unwind" fn amgettuple(
             let cache = ScanCache::for_fetch(&mut state.cache, index, mvcc);
             (state.results, state.later) = first_results(index, &state.query, cache);
         }
-        while state.next == state.results.len() && !state.later.is_empty() {
-            let phase = state.later.remove(0);
-            state.results = later_results(index, &state.query, phase);
+        while state.next == state.results.len() {
+            let Some(phase) = state.later.take() else {
+                break;
+            };
+            let cache = ScanCache::for_fetch(&mut state.cache, index, mvcc);
+            state.results = Vec::new(); // freed before the next batch is read
+            (state.results, state.later) = match phase {
+                Later::FarRows { from } => {
+                    let target = pass_target(state.passes, FIRST_PASS_ROWS, pass_rows_cap());
+                    state.passes += 1;
+                    nearest_pass(index, &state.query.order_by, cache, from, target)
+                }
+                Later::NullRows => (null_rows(index, cache), None),
+            };
             state.next = 0;
         }
-        let Some(hit) = state.results.get(state.next) else {
+        let Some(&hit) = state.results.get(state.next) else {
             return false;
         };
         state.next += 1;
         scan.xs_heaptid = item_pointer(hit.tid);
         scan.xs_recheck = false;
-        for (i, &d) in hit.key.iter().enumerate() {
+        for (i, q) in state.query.order_by.iter().enumerate() {
+            let d = distance(hit.fp, *q);
             *scan.xs_orderbyvals.add(i) = pg_sys::Datum::from(d as i32);
             *scan.xs_orderbynulls.add(i) = d == NULL_DISTANCE;
         }
@@ -277,12 +327,25 @@ pub unsafe extern "C-unwind" fn amgetbitmap(
         let mvcc = is_mvcc(scan.xs_snapshot);
         let state = &mut *(scan.opaque as *mut ScanState);
         let cache = ScanCache::for_fetch(&mut state.cache, scan.indexRelation, mvcc);
-        let tids: Vec<pg_sys::ItemPointerData> = matches(scan.indexRelation, &state.query, cache)
-            .into_iter()
-            .map(|(_, tid)| item_pointer(tid))
-            .collect();
-        pg_sys::tbm_add_tuples(tbm, tids.as_ptr().cast_mut(), tids.len() as i32, false);
-        tids.len() as i64
+        // TIDs go to the bitmap a chunk at a time as they are found: a wide radius matches
+        // much of the index, which the bitmap (lossy past work_mem) can hold and a Vec
+        // should not.
+        const CHUNK: usize = 1024;
+        let mut chunk: Vec<pg_sys::ItemPointerData> = Vec::with_capacity(CHUNK);
+        let mut total = 0i64;
+        let add = |chunk: &mut Vec<pg_sys::ItemPointerData>| {
+            pg_sys::tbm_add_tuples(tbm, chunk.as_mut_ptr(), chunk.len() as i32, false);
+            chunk.clear();
+        };
+        matches(scan.indexRelation, &state.query, cache, |(_, tid)| {
+            chunk.push(item_pointer(tid));
+            total += 1;
+            if chunk.len() == CHUNK {
+                add(&mut chunk);
+            }
+        });
+        add(&mut chunk);
+        total
     }
 }
 
@@ -294,88 +357,187 @@ pub unsafe extern "C-unwind" fn amendscan(_scan: pg_sys::IndexScanDesc) {
 /// The sort key of a NULL distance: after every real one.
 const NULL_DISTANCE: u64 = u64::MAX;
 
-fn hits(rows: Vec<Row>, order_by: &[Option<u64>]) -> Vec<Hit> {
-    let mut hits: Vec<Hit> = rows
-        .into_iter()
-        .map(|(fp, tid)| Hit {
-            key: order_by
-                .iter()
-                .map(|q| match (fp, q) {
-                    (Some(fp), Some(q)) => hamming(fp, *q) as u64,
-                    _ => NULL_DISTANCE,
-                })
-                .collect(),
-            tid,
-        })
-        .collect();
-    hits.sort_unstable_by(|a, b| (&a.key, a.tid).cmp(&(&b.key, b.tid)));
+fn distance(fp: Option<u64>, q: Option<u64>) -> u64 {
+    match (fp, q) {
+        (Some(fp), Some(q)) => hamming(fp, q) as u64,
+        _ => NULL_DISTANCE,
+    }
+}
+
+/// The order of the results: by each ORDER BY distance in turn, then by TID.
+fn compare(a: &Hit, b: &Hit, order_by: &[Option<u64>]) -> Ordering {
+    order_by
+        .iter()
+        .map(|&q| distance(a.fp, q).cmp(&distance(b.fp, q)))
+        .find(|o| o.is_ne())
+        .unwrap_or_else(|| a.tid.cmp(&b.tid))
+}
+
+/// `rows` as hits in result order.
+fn sorted_hits(rows: Vec<Row>, order_by: &[Option<u64>]) -> Vec<Hit> {
+    let mut hits: Vec<Hit> = rows.into_iter().map(|(fp, tid)| Hit { fp, tid }).collect();
+    hits.sort_unstable_by(|a, b| compare(a, b, order_by));
     hits
 }
 
-/// The results a scan returns first, and the phases still to read after them. An ORDER BY
+/// The results a scan returns first, and the phase to read after them. An ORDER BY
 /// without a ball reads the rows within max_distance of its first query through the tables,
 /// then, only if the scan goes on, the farther rows and the NULL rows.
 fn first_results(
     index: pg_sys::Relation,
     query: &Query,
     cache: &mut ScanCache,
-) -> (Vec<Hit>, Vec<Later>) {
+) -> (Vec<Hit>, Option<Later>) {
+    let mut rows = Vec::new();
     match query.order_by.first() {
         Some(&Some(q)) if query.balls.is_empty() && !query.nothing => {
             let near = Query {
                 balls: vec![(q, cache.meta.max_distance)],
                 ..query.clone()
             };
+            matches(index, &near, cache, |row| rows.push(row));
+            let from = cache.meta.max_distance + 1;
             (
-                hits(matches(index, &near, cache), &query.order_by),
-                vec![Later::FarRows, Later::NullRows],
+                sorted_hits(rows, &query.order_by),
+                Some(Later::FarRows { from }),
             )
         }
-        _ => (
-            hits(matches(index, query, cache), &query.order_by),
-            Vec::new(),
-        ),
+        _ => {
+            matches(index, query, cache, |row| rows.push(row));
+            (sorted_hits(rows, &query.order_by), None)
+        }
     }
 }
 
-fn later_results(index: pg_sys::Relation, query: &Query, phase: Later) -> Vec<Hit> {
-    let m = meta::read(index);
-    let q = query.order_by[0].expect("phases follow a non-NULL ORDER BY query");
-    let mut rows = Vec::new();
-    for_each_row(index, &m, |fp, tid| {
-        let wanted = match (phase, fp) {
-            (Later::FarRows, Some(fp)) => hamming(fp, q) > m.max_distance,
-            (Later::NullRows, None) => true,
-            _ => false,
-        };
-        if wanted {
-            rows.push((fp, tid));
+/// One pass over table 0 and the pending rows for the nearest rows at distances from
+/// `from` on (`target` of them, give or take the farthest distance's), in result order, and
+/// the phase after them. The distance is taken on the permuted key against the permuted
+/// query (a permutation keeps distances), so only the rows kept are permuted back.
+fn nearest_pass(
+    index: pg_sys::Relation,
+    order_by: &[Option<u64>],
+    cache: &mut ScanCache,
+    from: u32,
+    target: usize,
+) -> (Vec<Hit>, Option<Later>) {
+    let q = order_by[0].expect("passes follow a non-NULL ORDER BY query");
+    let mut pass = NearestPass::new(from, target);
+    if let Some(extent) = cache.meta.tables.first() {
+        let table = &cache.layout.tables()[0];
+        let permuted_q = table.apply(q);
+        for p in 0..extent.pages {
+            pgrx::check_for_interrupts!();
+            let locked = read(index, extent.first_block + p);
+            // SAFETY: a locked table page.
+            offer_page(
+                &mut pass,
+                unsafe { page::contents(locked.page()) },
+                permuted_q,
+                table,
+            );
         }
-    });
-    hits(rows, &query.order_by)
+    }
+    let mut offer = |fp: Option<u64>, tid: Tid| {
+        if let Some(fp) = fp {
+            pass.offer(hamming(fp, q), || Hit { fp: Some(fp), tid });
+        }
+    };
+    match &cache.pending {
+        Some(pending) => for_each_row_in(&pending.rows, |(fp, tid)| offer(fp, tid)),
+        None => for_each_pending(index, cache.meta.pending_head, offer),
+    }
+    let selected = pass.finish();
+    let later = selected
+        .next_from()
+        .map_or(Later::NullRows, |from| Later::FarRows { from });
+    (
+        selected.into_order(|a, b| compare(a, b, order_by)),
+        Some(later),
+    )
 }
 
-/// Every row within all of the query's balls (every row, NULL ones too, when it has none),
-/// each TID once.
-fn matches(index: pg_sys::Relation, query: &Query, cache: &mut ScanCache) -> Vec<Row> {
+/// Offers a table page's entries to a pass, with the CPU's popcount instruction where it
+/// has one: the distance test is nearly the whole cost of a pass, and the portable build
+/// (the x86-64 baseline) counts bits in a dozen instructions.
+fn offer_page(pass: &mut NearestPass<Hit>, contents: &[u8], permuted_q: u64, table: &Permutation) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("popcnt") {
+        // SAFETY: the CPU has the instruction the function is compiled for.
+        return unsafe { offer_page_popcnt(pass, contents, permuted_q, table) };
+    }
+    offer_page_portable(pass, contents, permuted_q, table)
+}
+
+#[inline(always)]
+fn offer_page_portable(
+    pass: &mut NearestPass<Hit>,
+    contents: &[u8],
+    permuted_q: u64,
+    table: &Permutation,
+) {
+    pass.offer_entries(contents, permuted_q, |e| Hit {
+        fp: Some(table.invert(e.key)),
+        tid: e.tid,
+    })
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+unsafe fn offer_page_popcnt(
+    pass: &mut NearestPass<Hit>,
+    contents: &[u8],
+    permuted_q: u64,
+    table: &Permutation,
+) {
+    offer_page_portable(pass, contents, permuted_q, table)
+}
+
+/// The rows whose fingerprint is NULL (all in the pending rows), by TID.
+fn null_rows(index: pg_sys::Relation, cache: &ScanCache) -> Vec<Hit> {
+    let mut hits = Vec::new();
+    let mut keep = |fp: Option<u64>, tid: Tid| {
+        if fp.is_none() {
+            hits.push(Hit { fp, tid });
+        }
+    };
+    match &cache.pending {
+        Some(pending) => for_each_row_in(&pending.rows, |(fp, tid)| keep(fp, tid)),
+        None => for_each_pending(index, cache.meta.pending_head, keep),
+    }
+    hits.sort_unstable_by_key(|h| h.tid);
+    hits
+}
+
+/// Calls `emit` with every row within all of the query's balls (every row, NULL ones too,
+/// when it has none), each TID once.
+fn matches(
+    index: pg_sys::Relation,
+    query: &Query,
+    cache: &mut ScanCache,
+    mut emit: impl FnMut(Row),
+) {
     if query.nothing {
-        return Vec::new();
+        return;
     }
     let within_all = |fp: u64| query.balls.iter().all(|&(c, r)| hamming(fp, c) <= r);
-    let mut found: Vec<Row> = Vec::new();
     match query.balls.iter().min_by_key(|b| b.1) {
         Some(&(center, radius)) if radius <= cache.meta.max_distance => {
+            let layout = &cache.layout;
             for (t, extent) in cache.meta.tables.iter().enumerate() {
                 probe(
                     index,
-                    &cache.layout.tables()[t],
+                    &layout.tables()[t],
                     extent.first_block,
                     &mut cache.first_keys[t],
                     center,
                     radius,
                     |fp, tid| {
-                        if within_all(fp) {
-                            found.push((Some(fp), tid));
+                        // A row sharing a prefix in several tables is found in each: only its
+                        // owner table (the first whose leading blocks all agree) reports it.
+                        if within_all(fp)
+                            && layout.owner_table(layout.equal_blocks(fp, center)) == Some(t)
+                        {
+                            emit((Some(fp), tid));
                         }
                     },
                 );
@@ -386,20 +548,16 @@ fn matches(index: pg_sys::Relation, query: &Query, cache: &mut ScanCache) -> Vec
                 .get_or_insert_with(|| PendingRows::read(index, meta));
             pending.probe(&cache.layout, center, radius, |row| {
                 if row.0.is_some_and(within_all) {
-                    found.push(row);
+                    emit(row);
                 }
             });
-            // A row sharing a prefix in several tables is found once per table.
-            found.sort_unstable_by_key(|&(_, tid)| tid);
-            found.dedup_by_key(|&mut (_, tid)| tid);
         }
-        _ => for_each_row(index, &cache.meta, |fp, tid| {
+        _ => for_each_row(index, cache, |fp, tid| {
             if fp.map_or(query.balls.is_empty(), within_all) {
-                found.push((fp, tid));
+                emit((fp, tid));
             }
         }),
     }
-    found
 }
 
 /// Calls `emit` with the rows of one table whose permuted value shares the query's prefix
@@ -422,6 +580,7 @@ fn probe(
     let (lo, hi) = table.prefix_range(q);
     let mut first_key = |page: u32| {
         *first_keys[page as usize].get_or_insert_with(|| {
+            pgrx::check_for_interrupts!();
             let locked = read(index, first + page);
             // SAFETY: a locked table page.
             let contents = unsafe { page::contents(locked.page()) };
@@ -439,6 +598,7 @@ fn probe(
         }
     }
     for p in lo_page.saturating_sub(1)..pages {
+        pgrx::check_for_interrupts!();
         let locked = read(index, first + p);
         // SAFETY: a locked table page.
         let contents = unsafe { page::contents(locked.page()) };
@@ -456,12 +616,16 @@ fn probe(
 }
 
 /// Every indexed row once: table 0's entries, permuted back into fingerprints, and the
-/// pending pages (with the NULL rows).
-fn for_each_row(index: pg_sys::Relation, m: &Meta, mut emit: impl FnMut(Option<u64>, Tid)) {
-    if let Some(extent) = m.tables.first() {
-        let layout: Layout = meta::layout(m);
-        let table = &layout.tables()[0];
+/// pending rows (with the NULL rows).
+fn for_each_row(
+    index: pg_sys::Relation,
+    cache: &ScanCache,
+    mut emit: impl FnMut(Option<u64>, Tid),
+) {
+    if let Some(extent) = cache.meta.tables.first() {
+        let table = &cache.layout.tables()[0];
         for p in 0..extent.pages {
+            pgrx::check_for_interrupts!();
             let locked = read(index, extent.first_block + p);
             // SAFETY: a locked table page.
             for e in entries(unsafe { page::contents(locked.page()) }) {
@@ -469,12 +633,16 @@ fn for_each_row(index: pg_sys::Relation, m: &Meta, mut emit: impl FnMut(Option<u
             }
         }
     }
-    for_each_pending(index, m, emit);
+    match &cache.pending {
+        Some(pending) => for_each_row_in(&pending.rows, |(fp, tid)| emit(fp, tid)),
+        None => for_each_pending(index, cache.meta.pending_head, emit),
+    }
 }
 
-fn for_each_pending(index: pg_sys::Relation, m: &Meta, mut emit: impl FnMut(Option<u64>, Tid)) {
-    let mut block = m.pending_head;
+fn for_each_pending(index: pg_sys::Relation, head: u32, mut emit: impl FnMut(Option<u64>, Tid)) {
+    let mut block = head;
     while block != NO_BLOCK {
+        pgrx::check_for_interrupts!();
         let locked = read(index, block);
         // SAFETY: a locked pending page; its link is read under the same lock.
         unsafe {

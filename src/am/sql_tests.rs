@@ -275,3 +275,164 @@ fn planner_uses_the_index_for_small_radii_and_joins_and_a_seq_scan_for_large_one
     let nearest = plan("SELECT id FROM p ORDER BY fp <~> '0123456789abcdef' LIMIT 10");
     assert!(nearest.contains("Index Scan using p_fp"), "{nearest}");
 }
+
+/// `ORDER BY fp <~> q` through the index and by brute force (`hamming(fp, q) + 0`, ties by
+/// ctid as the index breaks them, NULL distances last), as `id:distance` lists.
+fn knn_both_ways(table: &str, q: &str, limit: Option<i64>) -> (String, String) {
+    let limit = limit.map_or(String::new(), |n| format!("LIMIT {n}"));
+    let list = |order: &str| {
+        format!(
+            "SELECT coalesce(string_agg(id || ':' || coalesce(d::text, 'null'), ','), '') FROM
+             (SELECT id, fp <~> {q} AS d FROM {table} ORDER BY {order} {limit}) s"
+        )
+    };
+    let by_index = list(&format!("fp <~> {q}"));
+    Spi::run("SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = on; SET LOCAL enable_bitmapscan = off").unwrap();
+    let plan = plan_of(&by_index);
+    assert!(plan.contains("Index Scan using"), "{plan}");
+    let index_answer = Spi::get_one::<String>(&by_index).unwrap().unwrap();
+    Spi::run("SET LOCAL enable_seqscan = on; SET LOCAL enable_indexscan = off").unwrap();
+    let brute = Spi::get_one::<String>(&list(&format!("hamming(fp, {q}) + 0, ctid"))).unwrap().unwrap();
+    Spi::run("RESET enable_seqscan; RESET enable_indexscan; RESET enable_bitmapscan").unwrap();
+    (index_answer, brute)
+}
+
+/// Queries whose nearest row is 8–15 bits away: rows of `table` with 8–15 bits flipped,
+/// kept only if brute force confirms the nearest distance (flipping may land nearer).
+fn knn_far_queries(table: &str, n: i64) -> Vec<String> {
+    Spi::connect(|c| {
+        c.select(
+            &format!(
+                "WITH flipped AS (
+                     SELECT (SELECT bit_xor(1::bigint << b) FROM
+                                (SELECT DISTINCT (random() * 63)::int AS b FROM generate_series(1, 8 + t.id % 8)) bits
+                            ) # t.fp::bigint AS q
+                     FROM (SELECT id, fp FROM {table} WHERE fp IS NOT NULL ORDER BY md5(id::text) LIMIT {n} * 10) t)
+                 SELECT q::text FROM flipped f
+                 WHERE (SELECT min(hamming(fp::bigint, f.q) + 0) FROM {table}) BETWEEN 8 AND 15
+                 LIMIT {n}"
+            ),
+            None,
+            &[],
+        )
+        .unwrap()
+        .map(|r| format!("({})::bigint::simhash64", r.get::<String>(1).unwrap().unwrap()))
+        .collect()
+    })
+}
+
+#[pg_test]
+fn knn_order_by_beyond_max_distance_equals_brute_force() {
+    // The hard fixture, and uniform random rows where every query's nearest row is 8–15
+    // bits away; both with rows in the pending pages (NULL ones too) after the build. The
+    // uniform table is large enough that a full order takes several passes.
+    hamming_fixture("docs", 2000, "simhash64");
+    Spi::run(
+        "SELECT setseed(0.17);
+         CREATE TABLE uni (id bigserial PRIMARY KEY, fp simhash64);
+         INSERT INTO uni (fp) SELECT ((random() * 2^63)::bigint # (random() * 2^62)::bigint << 1)::simhash64
+             FROM generate_series(1, 20000);
+         CREATE INDEX docs_fp ON docs USING hamming (fp);
+         CREATE INDEX uni_fp ON uni USING hamming (fp);
+         INSERT INTO docs (fp) SELECT (fp::bigint # 1)::simhash64 FROM docs WHERE id % 9 = 0;
+         INSERT INTO uni (fp) SELECT ((random() * 2^63)::bigint # (random() * 2^62)::bigint << 1)::simhash64
+             FROM generate_series(1, 700);
+         INSERT INTO docs (fp) VALUES (NULL), (NULL);
+         INSERT INTO uni (fp) VALUES (NULL);
+         ANALYZE docs; ANALYZE uni;",
+    )
+    .unwrap();
+    for table in ["docs", "uni"] {
+        let rows = Spi::get_one::<i64>(&format!("SELECT count(*) FROM {table}")).unwrap().unwrap();
+        let mut queries = knn_far_queries(table, 4);
+        assert_eq!(queries.len(), 4, "{table}: queries 8-15 bits from their nearest row");
+        queries.push("'0123456789abcdef'::simhash64".into());
+        for q in &queries {
+            for limit in [Some(1), Some(10), Some(1000), Some(rows), None] {
+                let (by_index, brute) = knn_both_ways(table, q, limit);
+                assert_eq!(by_index, brute, "{table} q={q} limit={limit:?}");
+                let returned = by_index.split(',').count() as i64;
+                assert_eq!(returned, limit.unwrap_or(rows).min(rows), "{table} q={q}");
+            }
+        }
+    }
+    // The cost model alone picks the index for a nearest-first LIMIT.
+    let q = &knn_far_queries("uni", 1)[0];
+    let plan = plan_of(&format!("SELECT id FROM uni ORDER BY fp <~> {q} LIMIT 10"));
+    assert!(plan.contains("Index Scan using uni_fp"), "{plan}");
+}
+
+#[pg_test]
+fn knn_lateral_join_of_20_probes_equals_brute_force() {
+    Spi::run(
+        "SELECT setseed(0.23);
+         CREATE TABLE uni (id bigserial PRIMARY KEY, fp simhash64);
+         INSERT INTO uni (fp) SELECT ((random() * 2^63)::bigint # (random() * 2^62)::bigint << 1)::simhash64
+             FROM generate_series(1, 8000);
+         CREATE INDEX uni_fp ON uni USING hamming (fp);
+         INSERT INTO uni (fp) SELECT (fp::bigint # 2)::simhash64 FROM uni WHERE id % 50 = 0;
+         ANALYZE uni;",
+    )
+    .unwrap();
+    let queries = knn_far_queries("uni", 16);
+    assert_eq!(queries.len(), 16);
+    let values = queries
+        .iter()
+        .chain(["'0123456789abcdef'::simhash64".to_string(), "'ffffffffffffffff'::simhash64".into()].iter())
+        .chain(["(SELECT fp FROM uni WHERE id = 100)".to_string(), "(SELECT fp FROM uni WHERE id = 8001)".into()].iter())
+        .enumerate()
+        .map(|(i, q)| format!("({i}, {q})"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Spi::run(&format!("CREATE TABLE probes AS SELECT * FROM (VALUES {values}) v(pid, q)")).unwrap();
+    assert_eq!(Spi::get_one::<i64>("SELECT count(*) FROM probes").unwrap(), Some(20));
+    for limit in [1, 7, 300] {
+        let join = |order: &str| {
+            format!(
+                "SELECT string_agg(p.pid || '>' || x.id || ':' || x.d, ',' ORDER BY p.pid, x.n) FROM probes p,
+                 LATERAL (SELECT id, fp <~> p.q AS d, row_number() OVER () AS n FROM
+                          (SELECT id, fp FROM uni ORDER BY {order} LIMIT {limit}) o) x"
+            )
+        };
+        let by_index = join("fp <~> p.q");
+        Spi::run("SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = on").unwrap();
+        let plan = plan_of(&by_index);
+        assert!(plan.contains("Index Scan using uni_fp"), "{plan}");
+        let index_answer = Spi::get_one::<String>(&by_index).unwrap();
+        Spi::run("SET LOCAL enable_seqscan = on; SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off").unwrap();
+        let brute = Spi::get_one::<String>(&join("hamming(fp, p.q) + 0, ctid")).unwrap();
+        Spi::run("RESET enable_seqscan; RESET enable_indexscan; RESET enable_bitmapscan").unwrap();
+        assert_eq!(index_answer, brute, "limit {limit}");
+    }
+}
+
+#[pg_test]
+fn knn_wide_bitmap_scans_add_every_match_in_chunks() {
+    // A radius far beyond max_distance matches thousands of rows: the bitmap gets them a
+    // chunk at a time and must still hold each one.
+    Spi::run(
+        "SELECT setseed(0.31);
+         CREATE TABLE uni (id bigserial PRIMARY KEY, fp simhash64);
+         INSERT INTO uni (fp) SELECT ((random() * 2^63)::bigint # (random() * 2^62)::bigint << 1)::simhash64
+             FROM generate_series(1, 6000);
+         CREATE INDEX uni_fp ON uni USING hamming (fp);
+         INSERT INTO uni (fp) SELECT (fp::bigint # 4)::simhash64 FROM uni WHERE id % 3 = 0;",
+    )
+    .unwrap();
+    for k in [30, 34, 64] {
+        let q = "'0f0f0f0f0f0f0f0f'::simhash64";
+        let sql = |cond: &str| {
+            format!("SELECT count(*) || ' ' || md5(string_agg(id::text, ',' ORDER BY id)) FROM uni WHERE {cond}")
+        };
+        let by_bitmap = sql(&format!("fp <@ hamming_ball({q}, {k})"));
+        Spi::run("SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = on").unwrap();
+        assert!(plan_of(&by_bitmap).contains("Bitmap Index Scan on uni_fp"));
+        let bitmap = Spi::get_one::<String>(&by_bitmap).unwrap();
+        Spi::run("SET LOCAL enable_seqscan = on; SET LOCAL enable_bitmapscan = off").unwrap();
+        let brute = Spi::get_one::<String>(&sql(&format!("hamming(fp, {q}) + 0 <= {k}"))).unwrap();
+        Spi::run("RESET enable_seqscan; RESET enable_indexscan; RESET enable_bitmapscan").unwrap();
+        assert_eq!(bitmap, brute, "k = {k}");
+        let count: i64 = bitmap.unwrap().split(' ').next().unwrap().parse().unwrap();
+        assert!(count > 1024 || k < 34, "k = {k}: {count} matches, fewer than one chunk");
+    }
+}

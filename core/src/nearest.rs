@@ -1,0 +1,366 @@
+//! Exact nearest-first order by Hamming distance in bounded memory, for `ORDER BY fp <~> q`
+//! past the distances an index answers by lookup.
+//!
+//! Distances between 64-bit fingerprints take only 65 values, so ordering by distance needs
+//! no comparison sort: one pass over the rows drops each into the bucket of its distance.
+//! Keeping every bucket would hold the whole table, though, and a `LIMIT 10` consumer reads
+//! only the first few. A [`NearestPass`] therefore keeps the buckets from a starting
+//! distance up to the first one at which a running count reaches a target, and only counts
+//! the rows beyond: as rows arrive, the largest kept bucket is dropped whenever the buckets
+//! below it already hold the target. What a pass keeps is complete for its distances, so
+//! the caller returns it and, only if the consumer wants more, makes another pass starting
+//! one distance further. Memory stays under the target plus one bucket (the farthest kept,
+//! which may hold many rows at one distance).
+
+use crate::index_page::{Entry, ENTRY_SIZE};
+use crate::simhash::hamming;
+
+/// The largest Hamming distance between two 64-bit fingerprints.
+pub const MAX_DISTANCE: u32 = 64;
+
+/// One pass's selection of the rows nearest to a query from `from` on (nearer ones were
+/// returned by earlier passes and are ignored).
+pub struct NearestPass<T> {
+    from: u32,
+    /// The largest distance still kept; only shrinks during a pass.
+    cutoff: u32,
+    target: usize,
+    /// Indexed by distance; only `from..=cutoff` ever hold rows.
+    buckets: Vec<Vec<T>>,
+    /// Rows kept at distances below `cutoff`.
+    below_cutoff: usize,
+    /// Rows at distances beyond `cutoff`: offered past it, or dropped with a bucket.
+    beyond: u64,
+}
+
+impl<T> NearestPass<T> {
+    /// A pass keeping the rows at distances from `from` until about `target` are kept
+    /// (`target` 0 counts as 1).
+    pub fn new(from: u32, target: usize) -> NearestPass<T> {
+        NearestPass {
+            from,
+            cutoff: MAX_DISTANCE,
+            target: target.max(1),
+            buckets: (0..=MAX_DISTANCE).map(|_| Vec::new()).collect(),
+            below_cutoff: 0,
+            beyond: 0,
+        }
+    }
+
+    /// Offers a row at `distance`; `row` is called only if the row is kept, so a caller can
+    /// skip decoding the rows most passes reject.
+    #[inline]
+    pub fn offer(&mut self, distance: u32, row: impl FnOnce() -> T) {
+        if distance < self.from {
+            return;
+        }
+        if distance > self.cutoff {
+            self.beyond += 1;
+            return;
+        }
+        self.buckets[distance as usize].push(row());
+        if distance < self.cutoff {
+            self.below_cutoff += 1;
+        }
+        // The buckets below the cutoff suffice: the cutoff's own is no longer needed.
+        while self.cutoff > self.from && self.below_cutoff >= self.target {
+            let dropped = &mut self.buckets[self.cutoff as usize];
+            self.beyond += dropped.len() as u64;
+            *dropped = Vec::new();
+            self.cutoff -= 1;
+            self.below_cutoff -= self.buckets[self.cutoff as usize].len();
+        }
+    }
+
+    /// Offers every entry of an index page's `contents` (see [`crate::index_page`]). The
+    /// distance is taken on the key as stored, against `key_query`: the query permuted as
+    /// the keys are (a permutation of bits keeps distances), so only the entries kept are
+    /// decoded by `row`.
+    #[inline]
+    pub fn offer_entries(
+        &mut self,
+        contents: &[u8],
+        key_query: u64,
+        mut row: impl FnMut(Entry) -> T,
+    ) {
+        for bytes in contents.chunks_exact(ENTRY_SIZE) {
+            let key = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
+            self.offer(hamming(key, key_query), || row(Entry::read(bytes)));
+        }
+    }
+
+    /// Ends the pass: every row at distances `from..=to` of the ones offered.
+    pub fn finish(self) -> Selected<T> {
+        let to = self.cutoff.max(self.from).min(MAX_DISTANCE);
+        let buckets = self
+            .buckets
+            .into_iter()
+            .skip(self.from as usize)
+            .take((to + 1).saturating_sub(self.from) as usize)
+            .collect();
+        Selected {
+            to,
+            buckets,
+            beyond: self.beyond,
+        }
+    }
+}
+
+/// What a pass kept: every row at distances `from..=to`, by distance.
+pub struct Selected<T> {
+    pub to: u32,
+    /// One bucket per distance from `from` on.
+    buckets: Vec<Vec<T>>,
+    /// Rows beyond `to`, left for later passes.
+    pub beyond: u64,
+}
+
+impl<T> Selected<T> {
+    /// The distance the next pass starts from, if any row is left for it.
+    pub fn next_from(&self) -> Option<u32> {
+        (self.beyond > 0).then_some(self.to + 1)
+    }
+
+    /// The kept rows nearest first, rows at one distance in `tie_break` order.
+    pub fn into_order(self, mut tie_break: impl FnMut(&T, &T) -> std::cmp::Ordering) -> Vec<T> {
+        let mut rows = Vec::with_capacity(self.buckets.iter().map(Vec::len).sum());
+        for mut bucket in self.buckets {
+            bucket.sort_unstable_by(&mut tie_break);
+            rows.append(&mut bucket);
+        }
+        rows
+    }
+}
+
+/// The target of pass number `pass` (from 0): `first`, doubled at every pass up to `cap`.
+/// A `LIMIT n` consumer usually needs only the first, small pass; one that reads on pays a
+/// pass over the table per few buckets, and the doubling keeps that to a few dozen passes
+/// for a full order without holding more than `cap` rows.
+pub fn pass_target(pass: u32, first: usize, cap: usize) -> usize {
+    first
+        .max(1)
+        .saturating_mul(1usize.checked_shl(pass).unwrap_or(usize::MAX))
+        .min(cap.max(first).max(1))
+}
+
+/// The passes an order over `rows` uniformly random fingerprints from distance `from` to
+/// the end takes (the cost model's estimate of a full order): the distances of random
+/// fingerprints follow the binomial law B(64, ½).
+pub fn passes_for_uniform(rows: f64, from: u32, first: usize, cap: usize) -> u32 {
+    let expected: Vec<f64> = (0..=MAX_DISTANCE)
+        .map(|d| rows * binomial_probability(d))
+        .collect();
+    let mut from = from;
+    let mut passes = 0;
+    while from <= MAX_DISTANCE && expected[from as usize..].iter().sum::<f64>() >= 0.5 {
+        let target = pass_target(passes, first, cap) as f64;
+        let mut kept = 0.0;
+        let mut to = from;
+        // As in NearestPass: the cutoff is the first distance at which the count reaches
+        // the target.
+        while to < MAX_DISTANCE {
+            kept += expected[to as usize];
+            if kept >= target {
+                break;
+            }
+            to += 1;
+        }
+        passes += 1;
+        from = to + 1;
+    }
+    passes
+}
+
+/// C(64, d) / 2^64: the chance that a random fingerprint lies `d` bits from a given one.
+fn binomial_probability(d: u32) -> f64 {
+    (0..d).fold(1.0, |acc, i| acc * (64 - i) as f64 / (i + 1) as f64) / 2f64.powi(64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index_page::Tid;
+    use crate::splitmix::splitmix64_next;
+
+    /// Random fingerprints with clusters near the query and duplicates, so buckets vary
+    /// from empty to crowded.
+    fn fingerprints(seed: u64, n: usize, q: u64) -> Vec<u64> {
+        let mut state = seed;
+        let mut rng = move || splitmix64_next(&mut state);
+        let mut fps: Vec<u64> = (0..n).map(|_| rng()).collect();
+        for i in 0..n / 10 {
+            let bits = (rng() % 20) as u32;
+            let mut fp = q;
+            for _ in 0..bits {
+                fp ^= 1 << (rng() % 64);
+            }
+            fps[i * 7 % n] = fp;
+        }
+        for i in 0..n / 20 {
+            fps[i * 3 % n] = fps[i * 11 % n];
+        }
+        fps
+    }
+
+    /// The whole order through passes of the given targets, checking after every row that
+    /// a pass holds fewer than its target below its boundary bucket.
+    fn order_by_passes(
+        fps: &[u64],
+        q: u64,
+        from: u32,
+        first: usize,
+        cap: usize,
+    ) -> Vec<(u32, u32)> {
+        let mut order = Vec::new();
+        let mut next = Some(from);
+        let mut pass_number = 0;
+        while let Some(from) = next {
+            let target = pass_target(pass_number, first, cap);
+            let mut pass = NearestPass::new(from, target);
+            for (i, &fp) in fps.iter().enumerate() {
+                pass.offer(hamming(fp, q), || (hamming(fp, q), i as u32));
+                assert!(pass.below_cutoff < target || pass.cutoff == from);
+            }
+            let selected = pass.finish();
+            next = selected.next_from();
+            order.extend(selected.into_order(|a, b| a.1.cmp(&b.1)));
+            pass_number += 1;
+            assert!(pass_number <= 70, "passes never end");
+        }
+        order
+    }
+
+    fn brute_force(fps: &[u64], q: u64, from: u32) -> Vec<(u32, u32)> {
+        let mut all: Vec<(u32, u32)> = fps
+            .iter()
+            .enumerate()
+            .map(|(i, &fp)| (hamming(fp, q), i as u32))
+            .filter(|&(d, _)| d >= from)
+            .collect();
+        all.sort_unstable();
+        all
+    }
+
+    #[test]
+    fn passes_give_the_brute_force_order() {
+        for seed in 0..6u64 {
+            let q = splitmix64_next(&mut (seed ^ 0xabc));
+            let fps = fingerprints(seed, 3000, q);
+            for from in [0, 4, 9, 40, 64] {
+                let expected = brute_force(&fps, q, from);
+                for (first, cap) in [(1, 1), (3, 50), (100, 100), (64, 4096), (10_000, 10_000)] {
+                    let order = order_by_passes(&fps, q, from, first, cap);
+                    assert_eq!(
+                        order, expected,
+                        "seed {seed} from {from} first {first} cap {cap}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_pass_keeps_the_nearest_buckets_and_counts_the_rest() {
+        let q = 0u64;
+        // 5 rows at distance 1, 5 at 2, 5 at 3, 1 at 64.
+        let fps: Vec<u64> = (0..5)
+            .map(|i| 1 << i)
+            .chain((0..5).map(|i| 3 << (2 * i + 10)))
+            .chain((0..5).map(|i| 7 << (3 * i + 30)))
+            .chain([u64::MAX])
+            .collect();
+        let mut pass = NearestPass::new(1, 7);
+        for (i, &fp) in fps.iter().enumerate() {
+            pass.offer(hamming(fp, q), || i);
+        }
+        let selected = pass.finish();
+        // 5 rows at distance 1 are below the target of 7, so distance 2 is kept too.
+        assert_eq!(
+            (selected.to, selected.beyond, selected.next_from()),
+            (2, 6, Some(3))
+        );
+        assert_eq!(
+            selected.into_order(|a, b| b.cmp(a)),
+            vec![4, 3, 2, 1, 0, 9, 8, 7, 6, 5]
+        );
+        // Rows nearer than `from` are ignored, not counted.
+        let mut pass = NearestPass::new(3, 1);
+        for (i, &fp) in fps.iter().enumerate() {
+            pass.offer(hamming(fp, q), || i);
+        }
+        let selected = pass.finish();
+        assert_eq!((selected.to, selected.beyond), (3, 1));
+        assert_eq!(selected.into_order(usize::cmp), vec![10, 11, 12, 13, 14]);
+    }
+
+    #[test]
+    fn an_empty_or_finished_pass_needs_no_other() {
+        let pass = NearestPass::<u32>::new(5, 10);
+        let selected = pass.finish();
+        assert_eq!(selected.next_from(), None);
+        assert!(selected.into_order(u32::cmp).is_empty());
+        let mut pass = NearestPass::new(64, 1);
+        pass.offer(64, || 1u32);
+        pass.offer(64, || 2u32);
+        pass.offer(12, || 3u32);
+        let selected = pass.finish();
+        assert_eq!((selected.to, selected.next_from()), (64, None));
+        assert_eq!(selected.into_order(u32::cmp), vec![1, 2]);
+    }
+
+    #[test]
+    fn page_entries_are_offered_by_their_stored_keys() {
+        let q = 0x0123_4567_89ab_cdefu64;
+        let fps = fingerprints(7, 500, q);
+        let mut contents = vec![0u8; fps.len() * ENTRY_SIZE];
+        for (i, (&fp, bytes)) in fps
+            .iter()
+            .zip(contents.chunks_exact_mut(ENTRY_SIZE))
+            .enumerate()
+        {
+            let tid = Tid {
+                block: i as u32 / 7,
+                offset: i as u16 % 7 + 1,
+            };
+            Entry { key: fp, tid }.write(bytes);
+        }
+        let mut by_page = NearestPass::new(3, 40);
+        by_page.offer_entries(&contents, q, |e| (hamming(e.key, q), e.tid));
+        let mut one_by_one = NearestPass::new(3, 40);
+        for (i, &fp) in fps.iter().enumerate() {
+            let tid = Tid {
+                block: i as u32 / 7,
+                offset: i as u16 % 7 + 1,
+            };
+            one_by_one.offer(hamming(fp, q), || (hamming(fp, q), tid));
+        }
+        let (a, b) = (by_page.finish(), one_by_one.finish());
+        assert_eq!((a.to, a.beyond), (b.to, b.beyond));
+        assert_eq!(
+            a.into_order(|x, y| x.1.cmp(&y.1)),
+            b.into_order(|x, y| x.1.cmp(&y.1))
+        );
+    }
+
+    #[test]
+    fn targets_double_up_to_the_cap() {
+        let targets: Vec<usize> = (0..6).map(|p| pass_target(p, 1000, 10_000)).collect();
+        assert_eq!(targets, vec![1000, 2000, 4000, 8000, 10_000, 10_000]);
+        assert_eq!(pass_target(200, 4096, 1 << 20), 1 << 20);
+        assert_eq!(pass_target(0, 0, 0), 1);
+    }
+
+    #[test]
+    fn uniform_passes_follow_the_binomial_law() {
+        let total: f64 = (0..=MAX_DISTANCE).map(binomial_probability).sum();
+        assert!((total - 1.0).abs() < 1e-9, "{total}");
+        // A million rows: the first pass (4096 rows) reaches past distance 20, a full
+        // order needs a pass per crowded bucket once the cap is reached.
+        let first_only = passes_for_uniform(1e6, 4, usize::MAX, usize::MAX);
+        assert_eq!(first_only, 1);
+        let passes = passes_for_uniform(1e6, 4, 4096, 174_762);
+        assert!((8..=40).contains(&passes), "{passes}");
+        assert!(passes_for_uniform(1e6, 4, 1, 1) > passes);
+        assert_eq!(passes_for_uniform(0.0, 4, 4096, 4096), 0);
+    }
+}
