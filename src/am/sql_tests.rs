@@ -270,7 +270,7 @@ fn planner_uses_the_index_for_small_radii_and_joins_and_a_seq_scan_for_large_one
     assert!(lookup.contains("p_fp"), "{lookup}");
     let join = plan("SELECT a.id, b.id FROM p a JOIN p b ON hamming(a.fp, b.fp) <= 3 AND a.id < b.id");
     assert!(join.contains("Nested Loop") && join.contains("Index Cond: (fp <@ hamming_ball(a.fp, 3))"), "{join}");
-    let wide = plan("SELECT id FROM p WHERE hamming(fp, '0123456789abcdef') <= 30");
+    let wide = plan("SELECT id FROM p WHERE hamming(fp, '0123456789abcdef') <= 40");
     assert!(wide.contains("Seq Scan on p") && !wide.contains("p_fp"), "{wide}");
     let nearest = plan("SELECT id FROM p ORDER BY fp <~> '0123456789abcdef' LIMIT 10");
     assert!(nearest.contains("Index Scan using p_fp"), "{nearest}");

@@ -5,9 +5,13 @@
 //! `pg_proc` or `pg_operator` changes, which CREATE, DROP and ALTER EXTENSION all do.
 //! Lookups go through the system caches by schema OID, never by name resolution: no
 //! `search_path` dependence and no permission check that could make an unrelated query fail.
+//!
+//! Also here: which table columns carry an index of the `hamming` access method, the
+//! planner hook's test of whether a rewrite can help ([`has_hamming_index`]).
 
 use pgrx::pg_sys::{self, Oid};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 
 const EXTENSION_NAME: &std::ffi::CStr = c"neardup";
 
@@ -32,6 +36,8 @@ pub struct Objects {
 
 #[derive(Clone, Copy)]
 pub struct Catalog {
+    /// The `hamming` index access method (access methods have no schema).
+    pub access_method: Oid,
     pub ball_type: Oid,
     pub simhash64: Objects,
     pub int8: Objects,
@@ -120,7 +126,9 @@ unsafe fn search() -> Option<Cached> {
                 within_ball: operator_oid(c"<@", t, ball_type, schema)?,
             })
         };
+        let access_method = valid(pg_sys::get_am_oid(c"hamming".as_ptr(), true))?;
         Some(Cached::Installed(Catalog {
+            access_method,
             ball_type,
             simhash64: objects(simhash64)?,
             int8: objects(pg_sys::INT8OID)?,
@@ -215,14 +223,191 @@ unsafe fn operator_oid(name: &std::ffi::CStr, left: Oid, right: Oid, schema: Oid
     })
 }
 
+thread_local! {
+    /// (table, column) -> whether a `hamming` index is on it, for [`has_hamming_index`].
+    static INDEXED: RefCell<HashMap<(Oid, pg_sys::AttrNumber), bool>> =
+        RefCell::new(HashMap::new());
+    /// Bumped by every relcache invalidation, so that an answer computed while one arrived
+    /// is not cached.
+    static GENERATION: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Whether column `column` of table `table` has an index of the `hamming` access method,
+/// or the same-named column of any of its partitions or inheritance children (at any
+/// depth) has one: a bound on the parent reaches those through partition and inheritance
+/// expansion. Any key column of the index counts.
+///
+/// Cached per backend and forgotten on any relcache invalidation: CREATE / DROP INDEX,
+/// ATTACH / DETACH PARTITION and ALTER TABLE ... INHERIT all send one for a table involved.
+/// Children are found through `pg_inherits` and `pg_index` without locking them: locking
+/// every partition here would undo the planner's pruning of partitions before locking.
+pub fn has_hamming_index(catalog: &Catalog, table: Oid, column: pg_sys::AttrNumber) -> bool {
+    if let Some(known) = INDEXED.with_borrow(|m| m.get(&(table, column)).copied()) {
+        return known;
+    }
+    let generation = GENERATION.get();
+    // SAFETY: catalog reads within the planner's transaction; see search_indexes().
+    let found = unsafe { search_indexes(catalog.access_method, table, column) };
+    if GENERATION.get() == generation {
+        INDEXED.with_borrow_mut(|m| m.insert((table, column), found));
+    }
+    found
+}
+
+// pg_inherits is not in pgrx's bindings (catalog/pg_inherits.h); a test checks these.
+const INHERITS_RELATION: Oid = Oid::from_u32(2611);
+const INHERITS_PARENT_INDEX: Oid = Oid::from_u32(2187);
+const ANUM_INHERITS_INHPARENT: pg_sys::AttrNumber = 2;
+
+unsafe fn search_indexes(access_method: Oid, table: Oid, column: pg_sys::AttrNumber) -> bool {
+    // SAFETY: syscache and catalog index reads; get_attname returns a palloc'd name or NULL.
+    unsafe {
+        let name = pg_sys::get_attname(table, column, true);
+        if name.is_null() {
+            return false;
+        }
+        // The whole inheritance tree; multiple inheritance can reach a child twice.
+        let mut pending = vec![table];
+        let mut seen = vec![table];
+        while let Some(relation) = pending.pop() {
+            pgrx::check_for_interrupts!();
+            let column = pg_sys::get_attnum(relation, name);
+            if column != pg_sys::InvalidAttrNumber as pg_sys::AttrNumber
+                && indexed_by(access_method, relation, column)
+            {
+                return true;
+            }
+            for child in children(relation) {
+                if !seen.contains(&child) {
+                    seen.push(child);
+                    pending.push(child);
+                }
+            }
+        }
+        false
+    }
+}
+
+/// Scans the catalog index `index` of `catalog_relation` for rows whose column `attribute`
+/// equals `key`, calling `row` with each row's fixed part.
+unsafe fn scan_by_oid(
+    catalog_relation: Oid,
+    index: Oid,
+    attribute: pg_sys::AttrNumber,
+    key: Oid,
+    mut row: impl FnMut(*mut std::ffi::c_void),
+) {
+    // SAFETY: the scan pattern of extension_schema below.
+    unsafe {
+        let relation = pg_sys::table_open(
+            catalog_relation,
+            pg_sys::AccessShareLock as pg_sys::LOCKMODE,
+        );
+        let mut scan_key = pg_sys::ScanKeyData::default();
+        pg_sys::ScanKeyInit(
+            &mut scan_key,
+            attribute,
+            pg_sys::BTEqualStrategyNumber as pg_sys::StrategyNumber,
+            pg_sys::Oid::from(pg_sys::F_OIDEQ),
+            pg_sys::Datum::from(key),
+        );
+        let scan = pg_sys::systable_beginscan(
+            relation,
+            index,
+            true,
+            std::ptr::null_mut(),
+            1,
+            &mut scan_key,
+        );
+        loop {
+            let tuple = pg_sys::systable_getnext(scan);
+            if tuple.is_null() {
+                break;
+            }
+            row(pg_sys::GETSTRUCT(tuple).cast());
+        }
+        pg_sys::systable_endscan(scan);
+        pg_sys::table_close(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+    }
+}
+
+/// The direct partitions or inheritance children of `relation`.
+unsafe fn children(relation: Oid) -> Vec<Oid> {
+    let mut found = Vec::new();
+    // SAFETY: pg_inherits rows start with `inhrelid oid`.
+    unsafe {
+        scan_by_oid(
+            INHERITS_RELATION,
+            INHERITS_PARENT_INDEX,
+            ANUM_INHERITS_INHPARENT,
+            relation,
+            |row| found.push(row.cast::<Oid>().read()),
+        );
+    }
+    found
+}
+
+/// Whether an index of `access_method` on `relation` has `column` among its key columns.
+unsafe fn indexed_by(access_method: Oid, relation: Oid, column: pg_sys::AttrNumber) -> bool {
+    let mut indexes = Vec::new();
+    // SAFETY: a pg_index row's fixed part is FormData_pg_index, whose `indkey` holds
+    // `indnatts` entries, the key columns first.
+    unsafe {
+        scan_by_oid(
+            pg_sys::IndexRelationId,
+            pg_sys::Oid::from(pg_sys::IndexIndrelidIndexId),
+            pg_sys::Anum_pg_index_indrelid as pg_sys::AttrNumber,
+            relation,
+            |row| {
+                let index = &*row.cast::<pg_sys::FormData_pg_index>();
+                let keys = index.indkey.values.as_slice(index.indnkeyatts as usize);
+                if keys.contains(&column) {
+                    indexes.push(index.indexrelid);
+                }
+            },
+        );
+        indexes
+            .into_iter()
+            .any(|index| relation_access_method(index) == access_method)
+    }
+}
+
+/// `pg_class.relam` (PostgreSQL 15 has no `get_rel_relam`).
+unsafe fn relation_access_method(relation: Oid) -> Oid {
+    // SAFETY: a RELOID syscache tuple's fixed part is FormData_pg_class; released after use.
+    unsafe {
+        let tuple = pg_sys::SearchSysCache1(
+            pg_sys::SysCacheIdentifier::RELOID as i32,
+            pg_sys::Datum::from(relation),
+        );
+        if tuple.is_null() {
+            return pg_sys::InvalidOid;
+        }
+        let am = (*pg_sys::GETSTRUCT(tuple).cast::<pg_sys::FormData_pg_class>()).relam;
+        pg_sys::ReleaseSysCache(tuple);
+        am
+    }
+}
+
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn forget_indexes(_arg: pg_sys::Datum, _relation: Oid) {
+    GENERATION.set(GENERATION.get().wrapping_add(1));
+    INDEXED.with_borrow_mut(HashMap::clear);
+}
+
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn forget(_arg: pg_sys::Datum, _cache: std::ffi::c_int, _hash: u32) {
     CACHE.set(Cached::Unknown);
 }
 
-/// Registers [`forget`] for changes to functions and operators. Safe in the postmaster (the
-/// registration is inherited by every backend) and in a backend; it touches no catalog.
+/// Registers [`forget`] for changes to functions and operators, and [`forget_indexes`] for
+/// relcache invalidations. Safe in the postmaster (the registration is inherited by every
+/// backend) and in a backend; it touches no catalog.
 pub fn register_invalidation() {
+    // SAFETY: as below.
+    unsafe {
+        pg_sys::CacheRegisterRelcacheCallback(Some(forget_indexes), pg_sys::Datum::from(0));
+    }
     for cache in [
         pg_sys::SysCacheIdentifier::PROCOID,
         pg_sys::SysCacheIdentifier::OPEROID,

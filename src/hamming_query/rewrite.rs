@@ -1,17 +1,42 @@
-//! The planner hook: rewrites every upper bound on a Hamming distance into `hamming_within`,
-//! the form whose support function can use an index and estimate selectivity.
+//! The planner hook: where an index of the `hamming` access method can serve an upper bound
+//! on a Hamming distance, adds the `hamming_within` call whose support function can use it
+//! and estimate its selectivity, keeping the bound as written beside it.
 //!
-//! | written                          | planned                         |
-//! |----------------------------------|---------------------------------|
-//! | `hamming(x, y) <= k`, `k >= ...` | `hamming_within(x, y, k)`       |
-//! | `hamming(x, y) < k`, `k > ...`   | `hamming_within(x, y, k - 1)`   |
+//! | written                          | planned                                             |
+//! |----------------------------------|-----------------------------------------------------|
+//! | `hamming(x, y) <= k`, `k >= ...` | `hamming(x, y) <= k AND hamming_within(x, y, k)`    |
+//! | `hamming(x, y) < k`, `k > ...`   | `hamming(x, y) < k AND hamming_within(x, y, k - 1)` |
 //!
 //! and the same with `x <~> y`, for `simhash64` and `bigint`. Only the built-in `integer`
 //! comparison operators are matched, so nothing else changes. The rewrite is exact, NULLs
-//! included: every function involved is STRICT, and `hamming_within` evaluates the same
-//! three expressions once per row. For a `k` only known at run time, `k - 1` is built as
-//! `int4larger(k, -1) - 1`, which cannot overflow where `k - 1` would (k = -2147483648, where
-//! `hamming(x, y) < k` is simply false).
+//! included: every function involved is STRICT, and both conjuncts evaluate the same three
+//! expressions, so they are NULL, true or false together. For a `k` only known at run time,
+//! `k - 1` is built as `int4larger(k, -1) - 1`, which cannot overflow where `k - 1` would
+//! (k = -2147483648, where `hamming(x, y) < k` is simply false).
+//!
+//! **Only where it can help.** A bound is rewritten only when `x` or `y` is a column with a
+//! `hamming` index: a Var of the query level of the bound (maybe under a RelabelType) of a
+//! table with such an index on that column, or on the same column of one of its partitions
+//! or inheritance children ([`catalog::has_hamming_index`]); or a Var of a subquery, view,
+//! set operation or join whose output column is such a column in turn, since the planner
+//! pulls those up or pushes quals down into them after this hook. Elsewhere the query is
+//! planned exactly as written.
+//!
+//! **Nothing lost.** The bound is kept, so whatever PostgreSQL itself derives from it still
+//! works: a btree index on the expression `hamming(fp, 0::bigint)`, a partial index whose
+//! predicate is such a bound, constraint exclusion by a CHECK constraint and partition
+//! pruning on a partition key `hamming(...)`. The cost is one more popcount per row that the
+//! index returns (the kept bound is a filter there).
+//!
+//! **Selectivity.** PostgreSQL multiplies the selectivities of the two conjuncts, and the
+//! kept bound's is the default guess for an inequality on an expression (1/3) unless
+//! statistics on that very expression exist. So the hook marks its call (below, [`GENERATED`])
+//! and the support function answers, for a marked call, its own estimate divided by the
+//! kept bound's (at most 1): the product is then the support function's estimate, or the
+//! kept bound's when that is lower (only for radii of about 30 bits and more, far above a
+//! near-duplicate search's, when there are no statistics on the distance). The mark is the
+//! call's input collation: the arguments are not collatable, so the parser leaves every
+//! written call's at InvalidOid, no SQL can set it, and the function ignores it.
 //!
 //! The whole Query is walked, subqueries, CTEs, sublinks and join quals included, first
 //! read-only (most queries have nothing to rewrite and are not copied), then with
@@ -32,10 +57,14 @@ use pgrx::pg_sys::{self, Node, Oid};
 use pgrx::{is_a, pg_guard};
 use std::ffi::c_void;
 
+/// The input collation that marks a `hamming_within` call as built by this hook, beside the
+/// bound it stands for (see the module comment).
+pub const GENERATED: Oid = pg_sys::C_COLLATION_OID;
+
 // The built-in `integer` operators (pg_operator.dat); a test checks them against regoperator.
 const INT4_LT: Oid = Oid::from_u32(97);
 const INT4_GT: Oid = Oid::from_u32(521);
-const INT4_LE: Oid = Oid::from_u32(523);
+pub const INT4_LE: Oid = Oid::from_u32(523);
 const INT4_GE: Oid = Oid::from_u32(525);
 const INT4_MINUS: Oid = Oid::from_u32(555);
 
@@ -77,6 +106,8 @@ unsafe extern "C-unwind" fn planner(
 /// What the mutator carries down the tree.
 struct Context {
     catalog: Catalog,
+    /// The Query whose expressions are being rewritten (where its Vars point).
+    query: *mut pg_sys::Query,
     /// The grouping expressions, while in the target list or HAVING of a grouped query.
     group_exprs: *mut pg_sys::List,
 }
@@ -95,16 +126,30 @@ impl Context {
     }
 }
 
+/// What the read-only walk carries down the tree.
+struct Walk<'a> {
+    catalog: &'a Catalog,
+    /// The Query whose expressions are being walked.
+    query: *mut pg_sys::Query,
+}
+
+impl Walk<'_> {
+    fn as_ptr(&self) -> *mut c_void {
+        (self as *const Self).cast_mut().cast()
+    }
+}
+
 /// Rewrites `query` in place.
 unsafe fn rewrite_query(query: *mut pg_sys::Query, catalog: &Catalog) {
-    // SAFETY: the walk only reads `catalog` through the context pointer, which outlives it.
+    // SAFETY: the walk only reads its context through the pointer, which outlives it.
     unsafe {
-        let context = (catalog as *const Catalog).cast_mut().cast::<c_void>();
-        if !pg_sys::query_tree_walker(query, Some(find_bound), context, 0) {
+        let walk = Walk { catalog, query };
+        if !pg_sys::query_tree_walker(query, Some(find_bound), walk.as_ptr(), 0) {
             return;
         }
         let context = Context {
             catalog: *catalog,
+            query,
             group_exprs: std::ptr::null_mut(),
         };
         rewrite_query_node(query, &context);
@@ -117,6 +162,7 @@ unsafe fn rewrite_query_node(query: *mut pg_sys::Query, outer: &Context) {
     // only grouped Vars of an outer grouped query, not outer grouping expressions.
     let inner = Context {
         catalog: outer.catalog,
+        query,
         group_exprs: std::ptr::null_mut(),
     };
     // SAFETY: `query` is a Query of the tree being planned; the target list and HAVING are
@@ -169,6 +215,7 @@ struct Bound {
     location: i32,
 }
 
+/// The bound `node` is, whether or not rewriting it can help.
 unsafe fn match_bound(node: *mut Node, catalog: &Catalog) -> Option<Bound> {
     // SAFETY: `node` is a valid node; an OpExpr's args is a List of its operands.
     unsafe {
@@ -231,19 +278,94 @@ unsafe fn match_distance(
     }
 }
 
+/// Whether an index can serve `bound`, an expression of `query`: one of its sides is a column
+/// with a `hamming` index.
+unsafe fn helps(bound: &Bound, query: *mut pg_sys::Query, catalog: &Catalog) -> bool {
+    // SAFETY: both sides are expressions of `query`.
+    [bound.x, bound.y]
+        .into_iter()
+        .any(|side| unsafe { indexed_column(side, query, catalog) })
+}
+
+/// Whether `node`, an expression of `query`, is a column with a `hamming` index, directly or
+/// through subqueries and joins (see the module comment).
+unsafe fn indexed_column(node: *mut Node, query: *mut pg_sys::Query, catalog: &Catalog) -> bool {
+    // SAFETY: a Var of `query`'s own level indexes its range table (from 1), and a range
+    // table entry's fields are those of its kind.
+    unsafe {
+        let mut node = node;
+        while is_a(node, pg_sys::NodeTag::T_RelabelType) {
+            node = (*node.cast::<pg_sys::RelabelType>()).arg.cast();
+        }
+        if !is_a(node, pg_sys::NodeTag::T_Var) {
+            return false;
+        }
+        let var = &*node.cast::<pg_sys::Var>();
+        if var.varlevelsup != 0 || var.varattno <= 0 || var.varno <= 0 {
+            return false;
+        }
+        let Some(entry) = list_nodes((*query).rtable).nth(var.varno as usize - 1) else {
+            return false;
+        };
+        let entry = &*entry.cast::<pg_sys::RangeTblEntry>();
+        match entry.rtekind {
+            pg_sys::RTEKind::RTE_RELATION => {
+                catalog::has_hamming_index(catalog, entry.relid, var.varattno)
+            }
+            pg_sys::RTEKind::RTE_SUBQUERY => {
+                output_column_indexed(entry.subquery, var.varattno, catalog)
+            }
+            pg_sys::RTEKind::RTE_JOIN => list_nodes(entry.joinaliasvars)
+                .nth(var.varattno as usize - 1)
+                .is_some_and(|alias| indexed_column(alias, query, catalog)),
+            _ => false,
+        }
+    }
+}
+
+/// Whether output column `column` of `query` is a column with a `hamming` index (of any of
+/// its branches, for a set operation).
+unsafe fn output_column_indexed(
+    query: *mut pg_sys::Query,
+    column: pg_sys::AttrNumber,
+    catalog: &Catalog,
+) -> bool {
+    // SAFETY: `query` is a subquery of the tree being planned; the leaves of a set
+    // operation are the subqueries of its range table, each with the same output columns.
+    unsafe {
+        pg_sys::check_stack_depth();
+        let q = &*query;
+        if !q.setOperations.is_null() {
+            return list_nodes(q.rtable).any(|entry| {
+                let entry = &*entry.cast::<pg_sys::RangeTblEntry>();
+                entry.rtekind == pg_sys::RTEKind::RTE_SUBQUERY
+                    && output_column_indexed(entry.subquery, column, catalog)
+            });
+        }
+        list_nodes(q.targetList)
+            .map(|target| &*target.cast::<pg_sys::TargetEntry>())
+            .find(|target| target.resno == column && !target.resjunk)
+            .is_some_and(|target| indexed_column(target.expr.cast(), query, catalog))
+    }
+}
+
 /// Query-tree walker: is there any bound to rewrite?
 #[pg_guard]
 unsafe extern "C-unwind" fn find_bound(node: *mut Node, context: *mut c_void) -> bool {
     if node.is_null() {
         return false;
     }
-    // SAFETY: `context` is the &Catalog given to rewrite_query; the walkers accept any node.
+    // SAFETY: `context` is the Walk of the enclosing Query; the walkers accept any node.
     unsafe {
-        let catalog = &*context.cast::<Catalog>();
+        let walk = &*context.cast::<Walk>();
         if is_a(node, pg_sys::NodeTag::T_Query) {
-            return pg_sys::query_tree_walker(node.cast(), Some(find_bound), context, 0);
+            let inner = Walk {
+                catalog: walk.catalog,
+                query: node.cast(),
+            };
+            return pg_sys::query_tree_walker(node.cast(), Some(find_bound), inner.as_ptr(), 0);
         }
-        if match_bound(node, catalog).is_some() {
+        if match_bound(node, walk.catalog).is_some_and(|b| helps(&b, walk.query, walk.catalog)) {
             return true;
         }
         pg_sys::expression_tree_walker(node, Some(find_bound), context)
@@ -264,35 +386,40 @@ unsafe extern "C-unwind" fn rewrite_node(node: *mut Node, context: *mut c_void) 
             return node;
         }
         if let Some(bound) = match_bound(node, &ctx.catalog) {
-            if !ctx.keeps(&bound) {
-                return hamming_within(&bound, &ctx.catalog, context);
+            if !ctx.keeps(&bound) && helps(&bound, ctx.query, &ctx.catalog) {
+                return kept_and_within(node, &ctx.catalog, context);
             }
         }
         pg_sys::expression_tree_mutator(node, mutator_callback(), context)
     }
 }
 
-/// `hamming_within(x, y, k)` for a bound, its operands rewritten in turn (they may hold
-/// sublinks with bounds of their own).
-unsafe fn hamming_within(bound: &Bound, catalog: &Catalog, context: *mut c_void) -> *mut Node {
-    // SAFETY: rewrite_node accepts any expression; the new nodes are palloc'd.
+/// `bound AND hamming_within(x, y, k)` for the bound `node`: the bound with its operands
+/// rewritten in turn (they may hold sublinks with bounds of their own), then the call on
+/// copies of them (the planner expects no node to be reachable twice).
+unsafe fn kept_and_within(node: *mut Node, catalog: &Catalog, context: *mut c_void) -> *mut Node {
+    // SAFETY: the mutator copies the OpExpr and rewrites its operands, which leaves its shape
+    // (a bound) unchanged; copyObjectImpl copies any node tree; the new nodes are palloc'd.
     unsafe {
-        let x = rewrite_node(bound.x, context);
-        let y = rewrite_node(bound.y, context);
-        let mut k = rewrite_node(bound.k, context);
+        let kept = pg_sys::expression_tree_mutator(node, mutator_callback(), context);
+        let Some(bound) = match_bound(kept, catalog) else {
+            return kept;
+        };
+        let copy = |n: *mut Node| pg_sys::copyObjectImpl(n.cast()).cast::<Node>();
+        let mut k = copy(bound.k);
         if bound.strict {
             k = minus_one(k);
         }
         let call = pg_sys::makeFuncExpr(
             catalog.objects(bound.kind).within,
             pg_sys::BOOLOID,
-            node_list(&[x, y, k]),
+            node_list(&[copy(bound.x), copy(bound.y), k]),
             pg_sys::InvalidOid,
-            pg_sys::InvalidOid,
+            GENERATED,
             pg_sys::CoercionForm::COERCE_EXPLICIT_CALL,
         );
         (*call).location = bound.location;
-        call.cast()
+        pg_sys::make_andclause(node_list(&[kept, call.cast()])).cast()
     }
 }
 

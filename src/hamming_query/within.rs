@@ -5,6 +5,7 @@
 use super::catalog::{self, Catalog};
 use super::estimate::{clause_selectivity, radius_of, Radius};
 use super::nodes::{int4larger, list_nodes, node_list};
+use super::rewrite::{GENERATED, INT4_LE};
 use crate::simhash64::Simhash64;
 use neardup_core::simhash::hamming;
 use pgrx::pg_sys::{self, Node};
@@ -63,24 +64,77 @@ fn hamming_within_support(request: Internal) -> Internal {
 }
 
 /// Fills in the selectivity and returns the request, or NULL if the call is not ours.
+///
+/// A call the planner hook built stands beside the bound it was built from, and PostgreSQL
+/// multiplies the two estimates; so its estimate is divided by that bound's, and the product
+/// is this estimate (or the bound's, when lower). See `rewrite.rs`.
 unsafe fn selectivity(
     request: &mut pg_sys::SupportRequestSelectivity,
     catalog: &Catalog,
 ) -> *mut std::ffi::c_void {
-    if catalog.within_kind(request.funcid).is_none() {
+    let Some(kind) = catalog.within_kind(request.funcid) else {
         return std::ptr::null_mut();
-    }
-    // SAFETY: the planner's pre-simplified argument list of a 3-argument call.
+    };
+    // SAFETY: the planner's pre-simplified argument list of a 3-argument call, and its own
+    // PlannerInfo and join description for estimating the bound.
     unsafe {
         let args: Vec<*mut Node> = list_nodes(request.args).collect();
         let [a, b, k] = args[..] else {
             return std::ptr::null_mut();
         };
         let var_relid = if request.is_join { 0 } else { request.varRelid };
-        request.selectivity =
+        let estimate =
             clause_selectivity(request.root, &[a, b], radius_of(request.root, k), var_relid);
+        request.selectivity = if request.inputcollid == GENERATED {
+            let kept = pg_sys::clause_selectivity(
+                request.root,
+                bound_clause(catalog.objects(kind).hamming, a, b, k),
+                request.varRelid,
+                request.jointype,
+                request.sjinfo,
+            );
+            if kept > estimate {
+                estimate / kept
+            } else {
+                1.0
+            }
+        } else {
+            estimate
+        };
     }
     (request as *mut pg_sys::SupportRequestSelectivity).cast()
+}
+
+/// `hamming(a, b) <= k`: the bound a generated call was built from (a `<` bound has become
+/// `<=` one less, the same rows).
+unsafe fn bound_clause(
+    hamming: pg_sys::Oid,
+    a: *mut Node,
+    b: *mut Node,
+    k: *mut Node,
+) -> *mut Node {
+    // SAFETY: `hamming` takes (a, b) and returns integer; INT4_LE compares two integers.
+    unsafe {
+        let distance = pg_sys::makeFuncExpr(
+            hamming,
+            pg_sys::INT4OID,
+            node_list(&[a, b]),
+            pg_sys::InvalidOid,
+            pg_sys::InvalidOid,
+            pg_sys::CoercionForm::COERCE_EXPLICIT_CALL,
+        );
+        let clause = pg_sys::make_opclause(
+            INT4_LE,
+            pg_sys::BOOLOID,
+            false,
+            distance.cast(),
+            k.cast(),
+            pg_sys::InvalidOid,
+            pg_sys::InvalidOid,
+        );
+        (*clause.cast::<pg_sys::OpExpr>()).opfuncid = pg_sys::Oid::from(pg_sys::F_INT4LE);
+        clause.cast()
+    }
 }
 
 /// `index_column <@ hamming_ball(other, k)` as a one-element List, or NIL when the index is not
@@ -117,13 +171,21 @@ unsafe fn index_condition(
             }
         }
         // A ball cannot have a negative radius (the constructor raises an ERROR), while
-        // hamming_within is simply false then. A constant k is checked here and the index
-        // answer is exact; a k only known at run time is clamped to >= 0 and the index
-        // answer rechecked against the original call (a popcount per row).
-        let (radius, lossy) = match radius_of(request.root, k) {
-            Radius::Known(r) if r < 0 => return std::ptr::null_mut(),
-            Radius::Known(_) | Radius::Null => (k, false),
-            Radius::Unknown => (int4larger(k, 0), true),
+        // hamming_within is simply false then. A constant k (written so, or a parameter of a
+        // custom plan, already substituted) is checked here and the index answer is exact.
+        // Any other k can differ at each execution from what the planner could estimate (a
+        // parameter of a generic plan, or a STABLE expression like
+        // `current_setting('my.k')::int`, even in a custom plan): it is clamped to >= 0 and
+        // the index answer rechecked against the original call (a popcount per row).
+        let (radius, lossy) = if is_a(k, pg_sys::NodeTag::T_Const) {
+            if let Radius::Known(r) = radius_of(request.root, k) {
+                if r < 0 {
+                    return std::ptr::null_mut();
+                }
+            }
+            (k, false)
+        } else {
+            (int4larger(k, 0), true)
         };
         let ball = pg_sys::makeFuncExpr(
             objects.ball,
