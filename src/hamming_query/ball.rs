@@ -109,6 +109,9 @@ unsafe impl BoxRet for HammingBall {
     }
 }
 
+/// Why a radius too large for `integer` is refused (ERROR 22003, as `int4in` says it).
+const RADIUS_OUT_OF_RANGE: &str = "radius is out of range for type integer";
+
 /// `(center,radius)`, white space allowed around each part; the reason when malformed.
 fn parse(text: &str) -> Result<(u64, i32), String> {
     let inner = text
@@ -123,7 +126,12 @@ fn parse(text: &str) -> Result<(u64, i32), String> {
     let radius = radius
         .trim_ascii()
         .parse::<i32>()
-        .map_err(|_| "radius must be an integer".to_string())?;
+        .map_err(|e| match e.kind() {
+            std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
+                RADIUS_OUT_OF_RANGE.to_string()
+            }
+            _ => "radius must be an integer".to_string(),
+        })?;
     Ok((center, radius))
 }
 
@@ -132,6 +140,10 @@ fn hamming_ball_in(input: &CStr) -> HammingBall {
     let text = input.to_string_lossy();
     match parse(&text) {
         Ok((center, radius)) => HammingBall::new(center, radius),
+        Err(e) if e == RADIUS_OUT_OF_RANGE => errors::raise(
+            pgrx::PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+            format!("hamming_ball \"{text}\": {e}"),
+        ),
         Err(e) => errors::invalid_text("hamming_ball", &text, e),
     }
 }
