@@ -24,6 +24,16 @@ fn sqlstate(sql: &str) -> Option<String> {
     Spi::get_one_with_args::<String>("SELECT pg_temp.sqlstate_of($1)", &[sql.into()]).unwrap()
 }
 
+/// `SQLSTATE message` of the ERROR `sql` raises, or None.
+fn error_of(sql: &str) -> Option<String> {
+    Spi::run(
+        "CREATE OR REPLACE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$
+         BEGIN EXECUTE q; RETURN NULL; EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE || ' ' || SQLERRM; END $$",
+    )
+    .unwrap();
+    Spi::get_one_with_args::<String>("SELECT pg_temp.error_of($1)", &[sql.into()]).unwrap()
+}
+
 /// Test texts in SQL: `words(n, seed)`, n pseudo-random words (distinct seeds give unrelated
 /// texts, and `words(m, s)` is a prefix of `words(n, s)` for m < n); `edited(n, seed, at)`,
 /// the same text with the word at position `at` replaced.
