@@ -231,8 +231,8 @@ pub fn all_pairs(fps: &[u64], max_distance: u32) -> Result<Vec<(u32, u32, u32)>,
 /// distance) with the first index smaller, produced one at a time (Manku §3.3, batch mode
 /// in memory): per table, sort the permuted values and compare within each run of equal
 /// prefix; a pair is reported only by its owner table, so no set of seen pairs is kept.
-/// Memory is [`Pairs::bytes_per_row`] per fingerprint whatever the number of pairs, and the
-/// loops pass a cancellation point every few thousand comparisons.
+/// Memory is [`Pairs::bytes_per_row`] per fingerprint whatever the number of pairs, and a
+/// cancellation point follows each row's comparisons with the rest of its run, and each sort.
 pub struct Pairs {
     fps: Vec<u64>,
     layout: Layout,
@@ -244,7 +244,6 @@ pub struct Pairs {
     run_end: usize,
     i: usize,
     j: usize,
-    cancel_point: crate::interrupts::Every<4096>,
 }
 
 impl Pairs {
@@ -263,7 +262,6 @@ impl Pairs {
             run_end: 0,
             i: 0,
             j: 0,
-            cancel_point: Default::default(),
         };
         pairs.sort_table();
         Ok(pairs)
@@ -283,20 +281,9 @@ impl Pairs {
         (self.run_end, self.i, self.j) = (0, 0, 0);
     }
 
-    /// Moves to the next pair of positions to compare; false when every table is done.
-    fn advance(&mut self) -> bool {
-        self.j += 1;
-        if self.j < self.run_end {
-            return true;
-        }
-        self.i += 1;
-        self.j = self.i + 1;
-        if self.j < self.run_end {
-            return true;
-        }
-        // The next run of two or more entries sharing the table's prefix.
-        let low_bits = 64 - self.layout.tables()[self.table].prefix_bits;
-        let same_prefix = |a: u64, b: u64| (a ^ b).checked_shr(low_bits).unwrap_or(0) == 0;
+    /// Moves to the next run of two or more entries sharing the table's prefix, sorting the
+    /// next table when this one is done; false when every table is.
+    fn next_run(&mut self) -> bool {
         loop {
             let start = self.run_end;
             if start + 1 >= self.sorted.len() {
@@ -307,13 +294,16 @@ impl Pairs {
                 self.sort_table();
                 continue;
             }
-            let first = self.sorted[start].0;
-            let len = self.sorted[start..]
-                .iter()
-                .take_while(|&&(key, _)| same_prefix(key, first))
-                .count();
-            (self.i, self.j, self.run_end) = (start, start + 1, start + len);
-            if len >= 2 {
+            // Fewer than 64 bits: a table's prefix holds at least one whole block.
+            let shift = 64 - self.layout.tables()[self.table].prefix_bits;
+            let prefix = self.sorted[start].0 >> shift;
+            let mut end = start + 1;
+            while end < self.sorted.len() && self.sorted[end].0 >> shift == prefix {
+                end += 1;
+            }
+            self.run_end = end;
+            if end - start >= 2 {
+                (self.i, self.j) = (start, start + 1);
                 return true;
             }
         }
@@ -324,20 +314,34 @@ impl Iterator for Pairs {
     type Item = (u32, u32, u32);
 
     fn next(&mut self) -> Option<Self::Item> {
-        while self.advance() {
-            self.cancel_point.tick();
-            let ((pa, ia), (pb, ib)) = (self.sorted[self.i], self.sorted[self.j]);
-            let d = hamming(pa, pb);
-            if d <= self.layout.max_distance
-                && self.layout.owner_table(
-                    self.layout
-                        .equal_blocks(self.fps[ia as usize], self.fps[ib as usize]),
-                ) == Some(self.table)
-            {
-                return Some((ia.min(ib), ia.max(ib), d));
+        let max_distance = self.layout.max_distance;
+        loop {
+            // The rest of the current run, from the pair (i, j) on.
+            while self.i + 1 < self.run_end {
+                let (pa, ia) = self.sorted[self.i];
+                while self.j < self.run_end {
+                    let (pb, ib) = self.sorted[self.j];
+                    self.j += 1;
+                    let d = hamming(pa, pb);
+                    if d <= max_distance
+                        && self.layout.owner_table(
+                            self.layout
+                                .equal_blocks(self.fps[ia as usize], self.fps[ib as usize]),
+                        ) == Some(self.table)
+                    {
+                        return Some((ia.min(ib), ia.max(ib), d));
+                    }
+                }
+                // A row's comparisons with the rest of its run: a long run (rows sharing a
+                // fingerprint) makes this the unit of work between cancellation points.
+                crate::interrupts::check();
+                self.i += 1;
+                self.j = self.i + 1;
+            }
+            if !self.next_run() {
+                return None;
             }
         }
-        None
     }
 }
 
