@@ -327,13 +327,9 @@ fn knn_order_by_beyond_max_distance_equals_brute_force() {
     // bits away; both with rows in the pending pages (NULL ones too) after the build. The
     // uniform table is large enough that a full order takes several passes.
     hamming_fixture("docs", 2000, "simhash64");
+    uniform_indexed_table(0.17, 20000);
     Spi::run(
-        "SELECT setseed(0.17);
-         CREATE TABLE uni (id bigserial PRIMARY KEY, fp simhash64);
-         INSERT INTO uni (fp) SELECT ((random() * 2^63)::bigint # (random() * 2^62)::bigint << 1)::simhash64
-             FROM generate_series(1, 20000);
-         CREATE INDEX docs_fp ON docs USING hamming (fp);
-         CREATE INDEX uni_fp ON uni USING hamming (fp);
+        "CREATE INDEX docs_fp ON docs USING hamming (fp);
          INSERT INTO docs (fp) SELECT (fp::bigint # 1)::simhash64 FROM docs WHERE id % 9 = 0;
          INSERT INTO uni (fp) SELECT ((random() * 2^63)::bigint # (random() * 2^62)::bigint << 1)::simhash64
              FROM generate_series(1, 700);
@@ -362,15 +358,24 @@ fn knn_order_by_beyond_max_distance_equals_brute_force() {
     assert!(plan.contains("Index Scan using uni_fp"), "{plan}");
 }
 
-#[pg_test]
-fn knn_lateral_join_of_20_probes_equals_brute_force() {
-    Spi::run(
-        "SELECT setseed(0.23);
+/// `uni(id, fp)`: `rows` uniformly random fingerprints (seeded), indexed with `hamming`
+/// while it holds only them, so that rows added later go to the pending list.
+fn uniform_indexed_table(seed: f64, rows: i64) {
+    Spi::run(&format!(
+        "SELECT setseed({seed});
          CREATE TABLE uni (id bigserial PRIMARY KEY, fp simhash64);
          INSERT INTO uni (fp) SELECT ((random() * 2^63)::bigint # (random() * 2^62)::bigint << 1)::simhash64
-             FROM generate_series(1, 8000);
-         CREATE INDEX uni_fp ON uni USING hamming (fp);
-         INSERT INTO uni (fp) SELECT (fp::bigint # 2)::simhash64 FROM uni WHERE id % 50 = 0;
+             FROM generate_series(1, {rows});
+         CREATE INDEX uni_fp ON uni USING hamming (fp);"
+    ))
+    .unwrap();
+}
+
+#[pg_test]
+fn knn_lateral_join_of_20_probes_equals_brute_force() {
+    uniform_indexed_table(0.23, 8000);
+    Spi::run(
+        "INSERT INTO uni (fp) SELECT (fp::bigint # 2)::simhash64 FROM uni WHERE id % 50 = 0;
          ANALYZE uni;",
     )
     .unwrap();
@@ -410,15 +415,9 @@ fn knn_lateral_join_of_20_probes_equals_brute_force() {
 fn knn_wide_bitmap_scans_add_every_match_in_chunks() {
     // A radius far beyond max_distance matches thousands of rows: the bitmap gets them a
     // chunk at a time and must still hold each one.
-    Spi::run(
-        "SELECT setseed(0.31);
-         CREATE TABLE uni (id bigserial PRIMARY KEY, fp simhash64);
-         INSERT INTO uni (fp) SELECT ((random() * 2^63)::bigint # (random() * 2^62)::bigint << 1)::simhash64
-             FROM generate_series(1, 6000);
-         CREATE INDEX uni_fp ON uni USING hamming (fp);
-         INSERT INTO uni (fp) SELECT (fp::bigint # 4)::simhash64 FROM uni WHERE id % 3 = 0;",
-    )
-    .unwrap();
+    uniform_indexed_table(0.31, 6000);
+    Spi::run("INSERT INTO uni (fp) SELECT (fp::bigint # 4)::simhash64 FROM uni WHERE id % 3 = 0")
+        .unwrap();
     for k in [30, 34, 64] {
         let q = "'0f0f0f0f0f0f0f0f'::simhash64";
         let sql = |cond: &str| {
