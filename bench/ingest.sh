@@ -28,6 +28,7 @@
 # Usage: bench/ingest.sh     ROWS=200000 BATCH=2000 SESSIONS=4 PROBES=20 CHURN=0 bench/ingest.sh
 #        ROWS=10000000 bench/ingest.sh   (the 10 M-row variant of the issue)
 #        SKIP_INSTALL=1 bench/ingest.sh   (benchmarks the build already installed)
+#        INDEX_OPTIONS="pending_limit = 4096" bench/ingest.sh   (reloptions of live's index)
 source "$(dirname "$0")/lib.sh"
 DIR=/tmp/neardup-bench-ingest
 ROWS=${ROWS:-1000000}
@@ -55,7 +56,7 @@ gen_ms=$(wall_ms "SELECT setseed(0.42)" \
     "INSERT INTO g SELECT rnd64() FROM generate_series(1, $ROWS - (SELECT count(*) FROM g))" \
     "CREATE TABLE src AS SELECT row_number() OVER (ORDER BY random()) AS n, fp::simhash64 AS fp FROM g" \
     "CREATE INDEX ON src (n)" "VACUUM ANALYZE src" \
-    "CREATE TABLE live (id bigint, fp simhash64)" "CREATE INDEX live_fp ON live USING hamming (fp)" \
+    "CREATE TABLE live (id bigint, fp simhash64)" "CREATE INDEX live_fp ON live USING hamming (fp) ${INDEX_OPTIONS:+WITH ($INDEX_OPTIONS)}" \
     "CREATE TABLE plain (id bigint, fp simhash64)" "CREATE INDEX plain_fp ON plain USING btree ((fp::bigint))" \
     "CREATE TABLE fresh (id bigint, fp simhash64)")
 echo "   generated in $((gen_ms / 1000)) s: $(q -c "SELECT count(*) || ' rows, ' || count(DISTINCT fp) || ' distinct' FROM src")"

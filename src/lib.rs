@@ -61,6 +61,7 @@ mod tests {
     use pgrx::prelude::*;
     include!("sql_tests.rs");
     include!("am/sql_tests.rs");
+    include!("am/merge_tests.rs");
     include!("clusters_tests.rs");
     include!("cluster_tracking/tests.rs");
     include!("bloom_signature_tests.rs");

@@ -1,36 +1,67 @@
 //! Byte layouts of the `hamming` index's pages, independent of PostgreSQL's buffer
 //! manager: the binding layer places these bytes after the standard page header.
 //!
+//! The index is a log-structured merge of *runs*. A run is a full set of Manku's permuted
+//! tables over the rows it holds, written once, sorted, and never changed again except by
+//! VACUUM removing entries; each of its tables is a static B+-tree: leaf pages of entries
+//! chained left to right, and directory pages above them holding the first key of each
+//! child. New rows are appended to the *pending list*; past `pending_limit` it is sealed and
+//! written as a run, and runs of similar size are merged into one (see `merge_policy`).
+//! Pages of runs and lists merged away are *garbage* until no scan can read them any more,
+//! then free for reuse.
+//!
 //! ```text
 //!  every page (8 kB)
 //!  +-----------------+----------------------------------+-------+--------------------+
 //!  | PageHeaderData  | contents (grows up to pd_lower)   | free  | special: PageTail  |
 //!  +-----------------+----------------------------------+-------+--------------------+
+//!  (PageTail: next block, owner id, kind, table; the owner is the id of the run or list
+//!  the page belongs to, so that a page reused by another one is recognised)
 //!
 //!  metapage (block 0) contents: Meta, little-endian
-//!  +-------+---------+--------------+--------+--------+------------------------+
-//!  | magic | version | max_distance | blocks | tables | (first block, pages)    |
-//!  |  u32  |   u32   |     u32      |  u32   |  u32   | × tables, u32 + u32     |
-//!  +-------+---------+--------------+--------+--------+------------------------+
-//!  | pending head u32 | pending tail u32 | pending entries u64 | table entries u64 |
-//!  +------------------+------------------+---------------------+-------------------+
+//!  +-------+---------+--------------+---------+---------------+---------------+
+//!  | magic | version | max_distance | next_id | pending List  | sealed List   |
+//!  |  u32  |   u32   |     u32      |   u32   | 16 bytes      | 16 bytes      |
+//!  +-------+---------+--------------+---------+---------------+---------------+
+//!  | merging u32 | spare u32 | runs u32 | garbage u32 | block u32 × spare |
+//!  +-------------+-----------+----------+-------------+-------------------+
+//!  | Run × runs | Garbage × garbage |
+//!  +------------+-------------------+
+//!  merging: the id of the run being written (0 when none); spare: free pages set aside
+//!  for the pending list, so that inserts reuse space without searching the free space map
+//!  List:    id u32 | head u32 | tail u32 | pages u32      (id 0: no list)
+//!  Run:     id u32 | blocks u32 | rows u64 | nulls head u32 | nulls pages u32 |
+//!           tables u32 | Tree × tables
+//!  Tree:    root u32 | first leaf u32 | leaves u32
+//!  Garbage: since u64 (full transaction id) | what u32 (1 run, 2 list) | Run or List
 //!
-//!  table page / pending page contents: packed 14-byte entries, sorted by key on table
-//!  pages (key = the fingerprint permuted for that table), in insertion order on pending
-//!  pages (key = the fingerprint itself; a row whose fingerprint is NULL has key 0 and the
+//!  leaf page / pending page contents: packed 14-byte entries, sorted by key on leaves
+//!  (key = the fingerprint permuted for that table), in insertion order on pending pages
+//!  (key = the fingerprint itself; a row whose fingerprint is NULL has key 0 and the
 //!  NULL_ROW bit set in its offset, so ORDER BY scans can return it last)
 //!  +---------+-----------+------------+---------+-----
 //!  | key u64 | block u32 | offset u16 | key ... | ...
 //!  +---------+-----------+------------+---------+-----
+//!
+//!  directory page contents: packed 12-byte children, sorted by key
+//!  +---------------+-------------+-----------+-----
+//!  | first key u64 | child u32   | key ...   | ...
+//!  +---------------+-------------+-----------+-----
 //! ```
 //!
-//! A table's pages are contiguous (`first block .. first block + pages`), written once
-//! by the build; later rows go to the pending pages, a linked list starting at `pending
-//! head`. Page kinds and the next-page link live in each page's special space.
+//! A child's first key is the smallest key below it when written; VACUUM only removes
+//! entries, so it stays a lower bound, and every key below a child is still smaller than
+//! every key below the next: a descent cannot skip a match.
 
 pub const MAGIC: u32 = 0x4E44_5550; // "NDUP"
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 pub const ENTRY_SIZE: usize = 14;
+pub const CHILD_SIZE: usize = 12;
+/// Bytes of contents an 8 kB page holds (after the 24-byte header, before the 16-byte
+/// special space).
+pub const PAGE_CONTENTS: usize = 8192 - 24 - 16;
+pub const ENTRIES_PER_PAGE: usize = PAGE_CONTENTS / ENTRY_SIZE;
+pub const CHILDREN_PER_PAGE: usize = PAGE_CONTENTS / CHILD_SIZE;
 pub const NO_BLOCK: u32 = u32::MAX;
 /// Set in a pending entry's offset when the row's fingerprint is NULL. Heap offsets never
 /// reach it (at most a few hundred tuples fit on a page).
@@ -119,55 +150,254 @@ pub fn lower_bound(contents: &[u8], key: u64) -> usize {
     lo
 }
 
+/// A directory page's children: (first key, child block), sorted by key.
+pub fn children(contents: &[u8]) -> impl Iterator<Item = (u64, u32)> + '_ {
+    contents.chunks_exact(CHILD_SIZE).map(|c| {
+        (
+            u64::from_le_bytes(c[0..8].try_into().expect("8 bytes")),
+            u32::from_le_bytes(c[8..12].try_into().expect("4 bytes")),
+        )
+    })
+}
+
+pub fn write_child(out: &mut [u8], key: u64, child: u32) {
+    out[0..8].copy_from_slice(&key.to_le_bytes());
+    out[8..12].copy_from_slice(&child.to_le_bytes());
+}
+
+/// The child to descend into for the first key at least `key`: the last child whose first
+/// key is below it (keys equal to `key` may end the child before the one starting with
+/// it), or the first child.
+pub fn child_for(contents: &[u8], key: u64) -> Option<u32> {
+    let n = contents.len() / CHILD_SIZE;
+    let key_at = |i: usize| {
+        u64::from_le_bytes(
+            contents[i * CHILD_SIZE..i * CHILD_SIZE + 8]
+                .try_into()
+                .expect("8 bytes"),
+        )
+    };
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if key_at(mid) < key {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    let at = lo.saturating_sub(1);
+    (at < n).then(|| {
+        u32::from_le_bytes(
+            contents[at * CHILD_SIZE + 8..at * CHILD_SIZE + 12]
+                .try_into()
+                .expect("4 bytes"),
+        )
+    })
+}
+
+/// One permuted table of a run: a static B+-tree (`root` is a directory page, or
+/// `NO_BLOCK` when the table is empty).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TableExtent {
-    pub first_block: u32,
+pub struct Tree {
+    pub root: u32,
+    pub first_leaf: u32,
+    pub leaves: u32,
+}
+
+impl Tree {
+    pub const EMPTY: Tree = Tree {
+        root: NO_BLOCK,
+        first_leaf: NO_BLOCK,
+        leaves: 0,
+    };
+}
+
+/// A set of permuted tables over `rows` rows, with the layout of `blocks` blocks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Run {
+    pub id: u32,
+    pub blocks: u32,
+    /// Rows with a fingerprint (each is in every table).
+    pub rows: u64,
+    /// The chain of pending pages holding the rows whose fingerprint is NULL.
+    pub nulls_head: u32,
+    pub nulls_pages: u32,
+    pub tables: Vec<Tree>,
+}
+
+/// A chain of pending pages (`head`/`tail` are `NO_BLOCK` when it has none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct List {
+    pub id: u32,
+    pub head: u32,
+    pub tail: u32,
     pub pages: u32,
+}
+
+impl List {
+    pub fn empty(id: u32) -> List {
+        List {
+            id,
+            head: NO_BLOCK,
+            tail: NO_BLOCK,
+            pages: 0,
+        }
+    }
+}
+
+/// What a merge left behind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dead {
+    Run(Run),
+    List(List),
+}
+
+impl Dead {
+    pub fn id(&self) -> u32 {
+        match self {
+            Dead::Run(r) => r.id,
+            Dead::List(l) => l.id,
+        }
+    }
+}
+
+/// Pages no longer referenced, but which scans that started before `since` (a full
+/// transaction id) may still read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Garbage {
+    pub since: u64,
+    pub dead: Dead,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Meta {
     pub max_distance: u32,
-    pub blocks: u32,
-    pub tables: Vec<TableExtent>,
-    pub pending_head: u32,
-    pub pending_tail: u32,
-    pub pending_entries: u64,
-    pub table_entries: u64,
+    /// The id the next run or list gets (ids start at 1; 0 means none).
+    pub next_id: u32,
+    /// Where inserts append.
+    pub pending: List,
+    /// A pending list being written as a run (id 0 when none): scans still read it.
+    pub sealed: List,
+    /// The id of the run a merge is writing (0 when none): its pages are not free.
+    pub merging: u32,
+    /// Free pages set aside for the pending list.
+    pub spare: Vec<u32>,
+    /// Largest first.
+    pub runs: Vec<Run>,
+    pub garbage: Vec<Garbage>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetaError(pub String);
 
 impl Meta {
-    pub fn encoded_len(tables: usize) -> usize {
-        20 + 8 * tables + 24
+    /// The metapage of an index with no rows.
+    pub fn new(max_distance: u32) -> Meta {
+        Meta {
+            max_distance,
+            next_id: 2,
+            pending: List::empty(1),
+            sealed: List::empty(0),
+            merging: 0,
+            spare: Vec::new(),
+            runs: Vec::new(),
+            garbage: Vec::new(),
+        }
+    }
+
+    /// A new id for a run or a list.
+    pub fn take_id(&mut self) -> u32 {
+        let id = self.next_id;
+        self.next_id = self.next_id.checked_add(1).unwrap_or(1).max(1);
+        id
+    }
+
+    /// Rows in the runs.
+    pub fn run_rows(&self) -> u64 {
+        self.runs.iter().map(|r| r.rows).sum()
+    }
+
+    /// Pending pages (open and sealed lists).
+    pub fn pending_pages(&self) -> u32 {
+        self.pending.pages + self.sealed.pages
+    }
+
+    /// Ids whose pages are in use: the runs, the lists and the garbage. Any other page is
+    /// free.
+    pub fn live_ids(&self) -> Vec<u32> {
+        let mut ids: Vec<u32> = self.runs.iter().map(|r| r.id).collect();
+        ids.push(self.pending.id);
+        if self.sealed.id != 0 {
+            ids.push(self.sealed.id);
+        }
+        if self.merging != 0 {
+            ids.push(self.merging);
+        }
+        ids.extend(self.garbage.iter().map(|g| g.dead.id()));
+        ids.sort_unstable();
+        ids
+    }
+
+    pub fn encoded_len(&self) -> usize {
+        let run_len = |r: &Run| 28 + 12 * r.tables.len();
+        16 + 32
+            + 16
+            + 4 * self.spare.len()
+            + self.runs.iter().map(run_len).sum::<usize>()
+            + self
+                .garbage
+                .iter()
+                .map(|g| {
+                    12 + match &g.dead {
+                        Dead::Run(r) => run_len(r),
+                        Dead::List(_) => 16,
+                    }
+                })
+                .sum::<usize>()
     }
 
     pub fn write(&self, out: &mut [u8]) {
         let mut w = Writer { out, at: 0 };
-        for v in [
-            MAGIC,
-            VERSION,
-            self.max_distance,
-            self.blocks,
-            self.tables.len() as u32,
-        ] {
+        for v in [MAGIC, VERSION, self.max_distance, self.next_id] {
             w.u32(v);
         }
-        for t in &self.tables {
-            w.u32(t.first_block);
-            w.u32(t.pages);
+        w.list(&self.pending);
+        w.list(&self.sealed);
+        w.u32(self.merging);
+        w.u32(self.spare.len() as u32);
+        w.u32(self.runs.len() as u32);
+        w.u32(self.garbage.len() as u32);
+        for &b in &self.spare {
+            w.u32(b);
         }
-        w.u32(self.pending_head);
-        w.u32(self.pending_tail);
-        w.u64(self.pending_entries);
-        w.u64(self.table_entries);
+        for r in &self.runs {
+            w.run(r);
+        }
+        for g in &self.garbage {
+            w.u64(g.since);
+            match &g.dead {
+                Dead::Run(r) => {
+                    w.u32(1);
+                    w.run(r);
+                }
+                Dead::List(l) => {
+                    w.u32(2);
+                    w.list(l);
+                }
+            }
+        }
     }
 
-    pub fn read(bytes: &[u8]) -> Result<Meta, MetaError> {
+    /// Only the open pending list, for inserts (the whole metapage is read far less often).
+    pub fn read_pending(bytes: &[u8]) -> Result<List, MetaError> {
         let mut r = Reader { bytes, at: 0 };
-        let (magic, version) = (r.u32()?, r.u32()?);
+        Meta::check_header(r.u32()?, r.u32()?)?;
+        r.at = Meta::PENDING_AT;
+        r.list()
+    }
+
+    fn check_header(magic: u32, version: u32) -> Result<(), MetaError> {
         if magic != MAGIC {
             return Err(MetaError(format!(
                 "not a hamming index metapage (magic {magic:#x})"
@@ -175,26 +405,55 @@ impl Meta {
         }
         if version != VERSION {
             return Err(MetaError(format!(
-                "hamming index version {version}, this build reads {VERSION}: REINDEX it"
+                "hamming index format {version}, this build reads {VERSION}: REINDEX it"
             )));
         }
-        let (max_distance, blocks, count) = (r.u32()?, r.u32()?, r.u32()?);
-        let tables = (0..count)
+        Ok(())
+    }
+
+    /// Where `write` puts the open pending list, so that an insert can rewrite it alone.
+    pub const PENDING_AT: usize = 16;
+
+    pub fn write_pending(list: &List, out: &mut [u8]) {
+        let mut w = Writer {
+            out,
+            at: Meta::PENDING_AT,
+        };
+        w.list(list);
+    }
+
+    pub fn read(bytes: &[u8]) -> Result<Meta, MetaError> {
+        let mut r = Reader { bytes, at: 0 };
+        Meta::check_header(r.u32()?, r.u32()?)?;
+        let (max_distance, next_id) = (r.u32()?, r.u32()?);
+        let (pending, sealed) = (r.list()?, r.list()?);
+        let (merging, spare) = (r.u32()?, r.u32()?);
+        let (runs, garbage) = (r.u32()?, r.u32()?);
+        if spare as usize > PAGE_CONTENTS / 4 {
+            return Err(MetaError(format!("{spare} spare pages")));
+        }
+        let spare = (0..spare).map(|_| r.u32()).collect::<Result<_, _>>()?;
+        let runs = (0..runs).map(|_| r.run()).collect::<Result<_, _>>()?;
+        let garbage = (0..garbage)
             .map(|_| {
-                Ok(TableExtent {
-                    first_block: r.u32()?,
-                    pages: r.u32()?,
-                })
+                let since = r.u64()?;
+                let dead = match r.u32()? {
+                    1 => Dead::Run(r.run()?),
+                    2 => Dead::List(r.list()?),
+                    other => return Err(MetaError(format!("unknown garbage kind {other}"))),
+                };
+                Ok(Garbage { since, dead })
             })
-            .collect::<Result<_, MetaError>>()?;
+            .collect::<Result<_, _>>()?;
         Ok(Meta {
             max_distance,
-            blocks,
-            tables,
-            pending_head: r.u32()?,
-            pending_tail: r.u32()?,
-            pending_entries: r.u64()?,
-            table_entries: r.u64()?,
+            next_id,
+            pending,
+            sealed,
+            merging,
+            spare,
+            runs,
+            garbage,
         })
     }
 }
@@ -212,6 +471,24 @@ impl Writer<'_> {
     fn u64(&mut self, v: u64) {
         self.out[self.at..self.at + 8].copy_from_slice(&v.to_le_bytes());
         self.at += 8;
+    }
+    fn list(&mut self, l: &List) {
+        for v in [l.id, l.head, l.tail, l.pages] {
+            self.u32(v);
+        }
+    }
+    fn run(&mut self, r: &Run) {
+        self.u32(r.id);
+        self.u32(r.blocks);
+        self.u64(r.rows);
+        self.u32(r.nulls_head);
+        self.u32(r.nulls_pages);
+        self.u32(r.tables.len() as u32);
+        for t in &r.tables {
+            for v in [t.root, t.first_leaf, t.leaves] {
+                self.u32(v);
+            }
+        }
     }
 }
 
@@ -234,6 +511,39 @@ impl Reader<'_> {
     }
     fn u64(&mut self) -> Result<u64, MetaError> {
         self.take::<8>().map(u64::from_le_bytes)
+    }
+    fn list(&mut self) -> Result<List, MetaError> {
+        Ok(List {
+            id: self.u32()?,
+            head: self.u32()?,
+            tail: self.u32()?,
+            pages: self.u32()?,
+        })
+    }
+    fn run(&mut self) -> Result<Run, MetaError> {
+        let (id, blocks, rows) = (self.u32()?, self.u32()?, self.u64()?);
+        let (nulls_head, nulls_pages) = (self.u32()?, self.u32()?);
+        let tables = self.u32()?;
+        if tables as usize > crate::permuted::MAX_TABLES {
+            return Err(MetaError(format!("a run with {tables} tables")));
+        }
+        let tables = (0..tables)
+            .map(|_| {
+                Ok(Tree {
+                    root: self.u32()?,
+                    first_leaf: self.u32()?,
+                    leaves: self.u32()?,
+                })
+            })
+            .collect::<Result<_, MetaError>>()?;
+        Ok(Run {
+            id,
+            blocks,
+            rows,
+            nulls_head,
+            nulls_pages,
+            tables,
+        })
     }
 }
 
@@ -278,24 +588,80 @@ mod tests {
 
     #[test]
     fn meta_round_trips_and_rejects_garbage() {
-        let m = Meta {
-            max_distance: 3,
-            blocks: 5,
-            tables: (0..10)
-                .map(|t| TableExtent {
-                    first_block: 1 + t * 4,
-                    pages: 4,
+        let run = |id: u32, tables: u32| Run {
+            id,
+            blocks: 4,
+            rows: 1000 * id as u64,
+            nulls_head: NO_BLOCK,
+            nulls_pages: 0,
+            tables: (0..tables)
+                .map(|t| Tree {
+                    root: 10 * id + t,
+                    first_leaf: 100 * id + t,
+                    leaves: 3 + t,
                 })
                 .collect(),
-            pending_head: 41,
-            pending_tail: 44,
-            pending_entries: 1234,
-            table_entries: 99,
         };
-        let mut buf = vec![0u8; Meta::encoded_len(10)];
+        let mut m = Meta::new(3);
+        m.runs = vec![run(7, 4), run(9, 10)];
+        m.pending = List {
+            id: 12,
+            head: 41,
+            tail: 44,
+            pages: 4,
+        };
+        m.sealed = List::empty(11);
+        m.merging = 13;
+        m.spare = vec![70, 71, 90];
+        m.garbage = vec![
+            Garbage {
+                since: 1 << 40,
+                dead: Dead::Run(run(5, 4)),
+            },
+            Garbage {
+                since: 77,
+                dead: Dead::List(List::empty(3)),
+            },
+        ];
+        let mut buf = vec![0u8; m.encoded_len()];
         m.write(&mut buf);
-        assert_eq!(Meta::read(&buf), Ok(m));
+        assert_eq!(Meta::read(&buf), Ok(m.clone()));
+        assert_eq!(Meta::read_pending(&buf), Ok(m.pending));
+        let moved = List {
+            tail: 45,
+            pages: 5,
+            ..m.pending
+        };
+        Meta::write_pending(&moved, &mut buf);
+        assert_eq!(Meta::read(&buf).unwrap().pending, moved);
+        assert_eq!(m.live_ids(), vec![3, 5, 7, 9, 11, 12, 13]);
+        assert_eq!(m.run_rows(), 16_000);
         assert!(Meta::read(&[0u8; 64]).is_err());
         assert!(Meta::read(&buf[..30]).is_err());
+    }
+
+    #[test]
+    fn ids_are_never_zero() {
+        let mut m = Meta::new(3);
+        assert_eq!(m.take_id(), 2);
+        m.next_id = u32::MAX;
+        assert_eq!(m.take_id(), u32::MAX);
+        assert_eq!(m.take_id(), 1);
+    }
+
+    #[test]
+    fn descent_picks_the_child_that_may_hold_the_key() {
+        let mut buf = vec![0u8; 3 * CHILD_SIZE];
+        for (i, (key, child)) in [(10u64, 100u32), (20, 200), (20, 300)].iter().enumerate() {
+            write_child(&mut buf[i * CHILD_SIZE..], *key, *child);
+        }
+        assert_eq!(children(&buf).count(), 3);
+        assert_eq!(child_for(&buf, 5), Some(100));
+        assert_eq!(child_for(&buf, 10), Some(100));
+        assert_eq!(child_for(&buf, 15), Some(100));
+        // Keys equal to 20 may end the child before the first one starting with 20.
+        assert_eq!(child_for(&buf, 20), Some(100));
+        assert_eq!(child_for(&buf, 21), Some(300));
+        assert_eq!(child_for(&[], 21), None);
     }
 }

@@ -23,6 +23,7 @@ pub mod hash;
 pub mod hex;
 pub mod index_page;
 pub mod interrupts;
+pub mod merge_policy;
 pub mod minhash;
 pub mod minhash_encoding;
 pub mod nearest;

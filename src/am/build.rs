@@ -1,13 +1,13 @@
 //! CREATE INDEX / REINDEX: collect every (fingerprint, TID) of the table, sort each
-//! permuted table and write its pages contiguously after the metapage (rows with a NULL
-//! fingerprint go to the pending pages), without WAL; then log every page at once
-//! (`log_newpage_range`) if the index is WAL-logged.
+//! permuted table and write the index as one run (`run`), without WAL; then log every page
+//! at once (`log_newpage_range`) if the index is WAL-logged.
 
 use super::meta;
 use super::options;
-use super::page::{self, Kind, Locked};
+use super::page::{self, Kind, Locked, Role};
+use super::run::{self, PageWriter};
 use super::spool::Spool;
-use neardup_core::index_page::{Entry, Meta, TableExtent, Tid, ENTRY_SIZE, NO_BLOCK};
+use neardup_core::index_page::{Meta, Tid};
 
 /// What a build scan collects: fingerprints with their TIDs, and the TIDs of NULL ones.
 #[derive(Default)]
@@ -167,12 +167,14 @@ pub unsafe extern "C-unwind" fn ambuildempty(index: pg_sys::Relation) {
     log_pages(index, pg_sys::ForkNumber::INIT_FORKNUM, blocks);
 }
 
-fn choose_layout(index: pg_sys::Relation, rows: u64) -> Layout {
-    let (max_distance, blocks) = options::of(index);
-    let layout = if blocks == 0 {
-        Layout::for_rows(rows, max_distance)
+/// The layout of a run of `rows` rows: the `blocks` option, or the fewest blocks that keep
+/// a probe to about a page per table.
+pub fn choose_layout(index: pg_sys::Relation, rows: u64) -> Layout {
+    let settings = options::of(index);
+    let layout = if settings.blocks == 0 {
+        Layout::for_rows(rows, settings.max_distance)
     } else {
-        Layout::new(blocks, max_distance)
+        Layout::new(settings.blocks, settings.max_distance)
     };
     layout.unwrap_or_else(|e| {
         ereport!(
@@ -183,7 +185,7 @@ fn choose_layout(index: pg_sys::Relation, rows: u64) -> Layout {
     })
 }
 
-/// Writes the metapage and every table; returns the number of blocks written.
+/// Writes the metapage and one run of every row; returns the number of blocks written.
 fn write(
     index: pg_sys::Relation,
     fork: pg_sys::ForkNumber::Type,
@@ -205,94 +207,32 @@ fn write(
         "a new index starts empty"
     );
     drop(metapage);
-    let mut extents = Vec::with_capacity(layout.tables().len());
+    let mut meta = Meta::new(layout.max_distance);
+    let id = meta.take_id();
+    let mut out = PageWriter::for_build(index, fork);
     let mut written = 0i64;
-    for t in 0..layout.tables().len() {
-        let mut extent = TableExtent {
-            first_block: NO_BLOCK,
-            pages: 0,
-        };
-        let mut page_entries: Vec<(u64, Tid)> = Vec::with_capacity(page::ENTRIES_PER_PAGE);
-        let mut flush = |entries: &mut Vec<(u64, Tid)>| {
-            pgrx::check_for_interrupts!();
-            let locked = Locked::extend(index, fork);
-            if extent.pages == 0 {
-                extent.first_block = locked.block();
-            }
-            extent.pages += 1;
-            // SAFETY: a new page, exclusively locked; no WAL yet (logged in bulk after).
-            unsafe {
-                page::init(locked.page(), Kind::Table, t as u16);
-                let contents = page::contents_mut(locked.page());
-                for (i, &(key, tid)) in entries.iter().enumerate() {
-                    Entry { key, tid }.write(&mut contents[i * ENTRY_SIZE..]);
-                }
-                page::set_len(locked.page(), entries.len() * ENTRY_SIZE);
-                pg_sys::MarkBufferDirty(locked.buffer);
-            }
-            written += entries.len() as i64;
-            progress(pg_sys::PROGRESS_CREATEIDX_TUPLES_DONE, written);
-            entries.clear();
-        };
+    let nulls = std::mem::take(&mut spool.nulls);
+    let run = run::write_run(&mut out, id, layout, rows, &nulls, |t, emit| {
         spool.sorted_table(layout, t, |key, tid| {
-            page_entries.push((key, tid));
-            if page_entries.len() == page::ENTRIES_PER_PAGE {
-                flush(&mut page_entries);
+            emit(key, tid);
+            written += 1;
+            if written % 65536 == 0 {
+                progress(pg_sys::PROGRESS_CREATEIDX_TUPLES_DONE, written);
             }
-        });
-        if !page_entries.is_empty() {
-            flush(&mut page_entries);
-        }
-        extents.push(extent);
+        })
+    });
+    if run.rows > 0 || run.nulls_pages > 0 {
+        meta.runs.push(run);
     }
-    let (pending_head, pending_tail) = write_null_rows(index, fork, &spool.nulls);
-    let meta = Meta {
-        max_distance: layout.max_distance,
-        blocks: layout.blocks(),
-        tables: extents,
-        pending_head,
-        pending_tail,
-        pending_entries: spool.nulls.len() as u64,
-        table_entries: rows,
-    };
     let metapage = Locked::read(index, fork, page::META_BLOCK, pg_sys::BUFFER_LOCK_EXCLUSIVE);
     // SAFETY: block 0, new and exclusively locked.
     unsafe {
-        page::init(metapage.page(), Kind::Meta, 0);
+        page::init(metapage.page(), Role::new(Kind::Meta, 0));
         meta::encode(metapage.page(), &meta);
         pg_sys::MarkBufferDirty(metapage.buffer);
     }
     // SAFETY: the relation is open and locked by CREATE INDEX.
     unsafe { pg_sys::RelationGetNumberOfBlocksInFork(index, fork) }
-}
-
-/// Writes the rows whose fingerprint is NULL as a chain of pending pages; returns its
-/// first and last block (`NO_BLOCK` when there are none).
-fn write_null_rows(
-    index: pg_sys::Relation,
-    fork: pg_sys::ForkNumber::Type,
-    nulls: &[Tid],
-) -> (u32, u32) {
-    let (mut head, mut previous): (u32, Option<Locked>) = (NO_BLOCK, None);
-    for chunk in nulls.chunks(page::ENTRIES_PER_PAGE) {
-        let locked = Locked::extend(index, fork);
-        // SAFETY: new pages, exclusively locked; logged in bulk after the build.
-        unsafe {
-            page::init(locked.page(), Kind::Pending, 0);
-            let contents = page::contents_mut(locked.page());
-            for (i, &tid) in chunk.iter().enumerate() {
-                Entry::null_row(tid).write(&mut contents[i * ENTRY_SIZE..]);
-            }
-            page::set_len(locked.page(), chunk.len() * ENTRY_SIZE);
-            pg_sys::MarkBufferDirty(locked.buffer);
-            match &previous {
-                Some(p) => page::set_next(p.page(), locked.block()),
-                None => head = locked.block(),
-            }
-        }
-        previous = Some(locked);
-    }
-    (head, previous.map_or(NO_BLOCK, |p| p.block()))
 }
 
 /// WAL-logs all pages of a freshly written fork, when the relation is WAL-logged (always

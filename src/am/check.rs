@@ -1,7 +1,11 @@
 //! `hamming_index_check(regclass)`, in the spirit of amcheck:
-//! - every table is sorted, within and across pages, and every page is of the right kind;
-//! - every row the table would index is in every permuted table with its fingerprint, or in
-//!   the pending list (with its fingerprint, or as a NULL row): a lookup cannot miss it;
+//! - every table of every run is sorted, within and across leaves; its directory leads to
+//!   its leaves in order, each under a first key no larger than theirs; every page is of the
+//!   right kind and owned by its run or list; the metapage's row count of each run is true;
+//! - every row the table would index is in every permuted table of one run with its
+//!   fingerprint, or in a pending list or a run's NULL rows: a lookup cannot miss it;
+//! - no TID is indexed twice (in two runs, or a run and a pending list);
+//! - no page in use is in the free space map, where a merge would take it;
 //! - no entry names a live heap tuple with another fingerprint: a lookup cannot return a
 //!   wrong row. Entries of dead tuples are allowed (VACUUM removes them; one interrupted by
 //!   a crash may have cleaned some tables and not yet the others).
@@ -10,9 +14,10 @@
 
 use super::build::scan_table;
 use super::meta;
-use super::page::{self, Kind, Locked};
+use super::page::{self, Kind};
+use super::run;
 use crate::memory::RowBudget;
-use neardup_core::index_page::{entries, Tid, NO_BLOCK};
+use neardup_core::index_page::{children, entries, Meta, Run, Tid, Tree, NO_BLOCK};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
@@ -67,25 +72,26 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
             );
         }
         let m = meta::read(rel);
-        let layout = meta::layout(&m);
-        let main = pg_sys::ForkNumber::MAIN_FORKNUM;
 
-        let mut pending: Vec<(Tid, Option<u64>)> = Vec::new();
-        let mut block = m.pending_head;
-        while block != NO_BLOCK {
-            pgrx::check_for_interrupts!();
-            let locked = Locked::read(rel, main, block, pg_sys::BUFFER_LOCK_SHARE);
-            if page::kind(locked.page()) != Kind::Pending {
+        // Rows of the pending lists and the runs' NULL rows.
+        let mut listed: Vec<(Tid, Option<u64>)> = Vec::new();
+        for list in [&m.pending, &m.sealed].into_iter().filter(|l| l.id != 0) {
+            let pages = run::chain_blocks(rel, Kind::Pending, list.id, list.head).len();
+            if pages != list.pages as usize {
                 corrupt(format!(
-                    "block {block} in the pending list is not a pending page"
+                    "pending list {} has {pages} pages, the metapage says {}",
+                    list.id, list.pages
                 ));
             }
-            pending.extend(
-                entries(page::contents(locked.page())).map(|e| (e.heap_tid(), e.fingerprint())),
-            );
-            block = page::next(locked.page());
+            run::for_each_pending(rel, list.id, list.head, |e| {
+                listed.push((e.heap_tid(), e.fingerprint()))
+            });
         }
-        pending.sort_unstable();
+        for r in &m.runs {
+            run::for_each_pending(rel, r.id, r.nulls_head, |e| {
+                listed.push((e.heap_tid(), e.fingerprint()))
+            });
+        }
 
         let (collected, _) = scan_table(heap, rel, pg_sys::BuildIndexInfo(rel), false);
         let mut in_heap: Vec<(Tid, Option<u64>)> = collected
@@ -96,9 +102,9 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
             .collect();
         drop(collected);
         in_heap.sort_unstable();
-        // The heap rows (24 bytes), those not pending (16), one table's entries (16) and,
+        // The heap rows (24 bytes), every indexed TID (16), one table's entries (16) and,
         // briefly, the build scan's copy.
-        RowBudget::maintenance("hamming_index_check", 64).admit(in_heap.len() + pending.len());
+        RowBudget::maintenance("hamming_index_check", 64).admit(in_heap.len() + listed.len());
         let show = |fp: Option<u64>| fp.map_or("NULL".to_string(), |f| format!("{f:016x}"));
         let missing = |tid: Tid, fp: Option<u64>| -> ! {
             corrupt(format!(
@@ -108,12 +114,6 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
                 show(fp)
             ))
         };
-        // Rows only the pending list holds: NULL ones, and those inserted since the build.
-        let tabled: Vec<(Tid, u64)> = in_heap
-            .iter()
-            .filter(|&&(tid, fp)| pending.binary_search(&(tid, fp)).is_err())
-            .map(|&(tid, fp)| (tid, fp.unwrap_or_else(|| missing(tid, fp))))
-            .collect();
         let heap_fp = |tid: Tid| {
             let at = in_heap.partition_point(|&(t, _)| t < tid);
             in_heap[at..]
@@ -134,39 +134,61 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
                 ));
             }
         };
-        for &(tid, fp) in &pending {
+        for &(tid, fp) in &listed {
             check_entry(tid, fp);
         }
-        // One permuted table at a time: (TID, fingerprint) of its entries, sorted by TID.
-        for (t, extent) in m.tables.iter().enumerate() {
-            let table = &layout.tables()[t];
-            let mut rows: Vec<(Tid, u64)> = Vec::new();
-            let mut previous = 0u64;
-            for p in 0..extent.pages {
-                pgrx::check_for_interrupts!();
-                let block = extent.first_block + p;
-                let locked = Locked::read(rel, main, block, pg_sys::BUFFER_LOCK_SHARE);
-                if page::kind(locked.page()) != Kind::Table {
-                    corrupt(format!("table {t}: block {block} is not a table page"));
-                }
-                for e in entries(page::contents(locked.page())) {
-                    if e.key < previous {
-                        corrupt(format!("table {t}: keys out of order at block {block}"));
+        let mut indexed = listed;
+        for r in &m.runs {
+            let layout = meta::layout(&m, r);
+            let mut first: Vec<(Tid, u64)> = Vec::new();
+            for (t, tree) in r.tables.iter().enumerate() {
+                let table = &layout.tables()[t];
+                let rows = check_tree(rel, r, t, tree, |key| table.invert(key));
+                if t == 0 {
+                    if rows.len() as u64 != r.rows {
+                        corrupt(format!(
+                            "run {} has {} rows, the metapage says {}",
+                            r.id,
+                            rows.len(),
+                            r.rows
+                        ));
                     }
-                    previous = e.key;
-                    rows.push((e.tid, table.invert(e.key)));
+                    first = rows;
+                    for &(tid, fp) in &first {
+                        check_entry(tid, Some(fp));
+                    }
+                } else {
+                    // Each live row of the run is in every table of it.
+                    for &(tid, fp) in &first {
+                        if heap_fp(tid).contains(&Some(fp))
+                            && rows.binary_search(&(tid, fp)).is_err()
+                        {
+                            missing(tid, Some(fp));
+                        }
+                    }
+                    for &(tid, fp) in &rows {
+                        check_entry(tid, Some(fp));
+                    }
                 }
             }
-            rows.sort_unstable();
-            for &(tid, fp) in &tabled {
-                if rows.binary_search(&(tid, fp)).is_err() {
-                    missing(tid, Some(fp));
-                }
-            }
-            for &(tid, fp) in &rows {
-                check_entry(tid, Some(fp));
+            indexed.extend(first.into_iter().map(|(tid, fp)| (tid, Some(fp))));
+        }
+        indexed.sort_unstable();
+        for pair in indexed.windows(2) {
+            if pair[0].0 == pair[1].0 {
+                corrupt(format!(
+                    "heap tuple ({},{}) is indexed twice",
+                    pair[0].0.block, pair[0].0.offset
+                ));
             }
         }
+        for &(tid, fp) in &in_heap {
+            let at = indexed.partition_point(|&(t, _)| t < tid);
+            if indexed.get(at) != Some(&(tid, fp)) {
+                missing(tid, fp);
+            }
+        }
+        check_free_pages(rel, &m);
         pg_sys::index_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         pg_sys::table_close(heap, heap_lock());
         in_heap.len() as i64
@@ -181,4 +203,96 @@ fn heap_lock() -> pg_sys::LOCKMODE {
         pg_sys::ShareLock
     };
     lock as pg_sys::LOCKMODE
+}
+
+/// Checks one table of a run: its leaves, in chain order, hold keys in order; its
+/// directory leads to the same leaves in the same order, each under a first key no larger
+/// than the leaf's. Returns its rows as (TID, fingerprint), sorted.
+fn check_tree(
+    rel: pg_sys::Relation,
+    r: &Run,
+    t: usize,
+    tree: &Tree,
+    fingerprint: impl Fn(u64) -> u64,
+) -> Vec<(Tid, u64)> {
+    let chain = run::chain_blocks(rel, Kind::Table, r.id, tree.first_leaf);
+    if chain.len() != tree.leaves as usize {
+        corrupt(format!(
+            "run {} table {t}: {} leaves, the metapage says {}",
+            r.id,
+            chain.len(),
+            tree.leaves
+        ));
+    }
+    // (child, first key) of the leaves, in directory order.
+    let mut under: Vec<(u32, u64)> = Vec::new();
+    let mut stack: Vec<(u32, u64)> = (tree.root != NO_BLOCK)
+        .then_some((tree.root, 0))
+        .into_iter()
+        .collect();
+    while let Some((block, _)) = stack.pop() {
+        pgrx::check_for_interrupts!();
+        let locked = page::read_owned(rel, block, Kind::Directory, r.id);
+        // SAFETY: a locked directory page.
+        let (kids, level) = unsafe {
+            (
+                children(page::contents(locked.page())).collect::<Vec<_>>(),
+                page::level(locked.page()),
+            )
+        };
+        if kids.windows(2).any(|w| w[0].0 > w[1].0) {
+            corrupt(format!(
+                "run {} table {t}: directory block {block} out of order",
+                r.id
+            ));
+        }
+        let kids = kids.into_iter().map(|(key, child)| (child, key));
+        if level == 1 {
+            under.extend(kids);
+        } else {
+            // Depth first, in key order: the last child is popped last.
+            stack.extend(kids.rev());
+        }
+    }
+    if under.iter().map(|&(b, _)| b).ne(chain.iter().copied()) {
+        corrupt(format!(
+            "run {} table {t}: the directory and the leaf chain disagree",
+            r.id
+        ));
+    }
+    let mut rows = Vec::new();
+    let mut previous = 0u64;
+    for (block, bound) in under {
+        let locked = page::read_owned(rel, block, Kind::Table, r.id);
+        // SAFETY: a locked leaf.
+        for e in entries(unsafe { page::contents(locked.page()) }) {
+            if e.key < previous || e.key < bound {
+                corrupt(format!(
+                    "run {} table {t}: keys out of order at block {block}",
+                    r.id
+                ));
+            }
+            previous = e.key;
+            rows.push((e.tid, fingerprint(e.key)));
+        }
+    }
+    rows.sort_unstable();
+    rows
+}
+
+/// No page a run or a pending list uses may be in the free space map.
+fn check_free_pages(rel: pg_sys::Relation, m: &Meta) {
+    let mut used: Vec<u32> = Vec::new();
+    for r in &m.runs {
+        used.extend(run::run_blocks(rel, r));
+    }
+    for list in [&m.pending, &m.sealed].into_iter().filter(|l| l.id != 0) {
+        used.extend(run::chain_blocks(rel, Kind::Pending, list.id, list.head));
+    }
+    for block in used {
+        // SAFETY: the index is open; the FSM is read without a lock of ours.
+        if unsafe { pg_sys::GetRecordedFreeSpace(rel, block) } > 0 {
+            corrupt(format!("block {block} is in use and in the free space map"));
+        }
+    }
 }

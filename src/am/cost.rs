@@ -13,6 +13,7 @@
 use super::meta;
 use super::page;
 use super::scan::{pass_rows_cap, FIRST_PASS_ROWS};
+use neardup_core::index_page;
 use neardup_core::nearest::passes_for_uniform;
 use pgrx::prelude::*;
 use pgrx::{pg_sys, PgList};
@@ -41,23 +42,30 @@ pub unsafe extern "C-unwind" fn amcostestimate(
 
         let (mut random_page, mut seq_page) = (0.0, 0.0);
         pg_sys::get_tablespace_page_costs(info.reltablespace, &mut random_page, &mut seq_page);
-        let rows = (m.table_entries + m.pending_entries) as f64;
-        let pending_pages = (m.pending_entries as f64 / page::ENTRIES_PER_PAGE as f64).ceil();
+        let pending_pages = m.pending_pages() as f64;
+        let pending_rows = pending_pages * page::ENTRIES_PER_PAGE as f64;
+        let rows = m.run_rows() as f64 + pending_rows;
         let tuple_cost = pg_sys::cpu_index_tuple_cost + pg_sys::cpu_operator_cost;
         let radius = smallest_radius(path);
         let ordered = !(*path).indexorderbys.is_null();
 
-        // A lookup within max_distance: per table, a descent and one prefix run.
+        // A lookup within max_distance: per table of each run, a descent of its directory
+        // and the leaves of one prefix; every pending row.
         let lookup = || {
-            let layout = meta::layout(&m);
             let mut pages_read = pending_pages;
-            let mut candidates = m.pending_entries as f64;
-            for (t, extent) in m.tables.iter().enumerate() {
-                let prefix = layout.tables()[t].prefix_bits as i32;
-                let run = m.table_entries as f64 / 2f64.powi(prefix);
-                pages_read += (extent.pages as f64 + 1.0).log2().ceil()
-                    + (run / page::ENTRIES_PER_PAGE as f64).ceil();
-                candidates += run;
+            let mut candidates = pending_rows;
+            for run in &m.runs {
+                let layout = meta::layout(&m, run);
+                for (t, tree) in run.tables.iter().enumerate() {
+                    let prefix = layout.tables()[t].prefix_bits as i32;
+                    let run_rows = run.rows as f64 / 2f64.powi(prefix);
+                    let levels = (tree.leaves.max(1) as f64)
+                        .log(index_page::CHILDREN_PER_PAGE as f64)
+                        .ceil()
+                        .max(1.0);
+                    pages_read += levels + (run_rows / page::ENTRIES_PER_PAGE as f64).ceil();
+                    candidates += run_rows;
+                }
             }
             let fetched = pg_sys::index_pages_fetched(
                 pages_read * loop_count,
@@ -67,8 +75,13 @@ pub unsafe extern "C-unwind" fn amcostestimate(
             ) / loop_count.max(1.0);
             (pages_read, fetched * random_page + candidates * tuple_cost)
         };
-        // Reading one whole table (and sorting it, for ORDER BY).
-        let one_table = m.tables.first().map_or(0.0, |t| t.pages as f64) + pending_pages;
+        // Reading table 0 of every run (and sorting it, for ORDER BY).
+        let one_table = m
+            .runs
+            .iter()
+            .map(|r| r.tables.first().map_or(0.0, |t| t.leaves as f64))
+            .sum::<f64>()
+            + pending_pages;
         let sort = if ordered {
             rows * rows.max(2.0).log2() * pg_sys::cpu_operator_cost
         } else {

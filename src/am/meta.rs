@@ -1,7 +1,7 @@
 //! Reading and writing the metapage (block 0).
 
-use super::page::{self, Kind, Locked, META_BLOCK};
-use neardup_core::index_page::Meta;
+use super::page::{self, Kind, Locked, Xlog, META_BLOCK};
+use neardup_core::index_page::{Meta, Run};
 use neardup_core::permuted::Layout;
 use pgrx::pg_sys;
 
@@ -35,15 +35,41 @@ pub unsafe fn decode(page: pg_sys::Page) -> Meta {
 /// # Safety
 /// `page` is a writable page of the index, exclusively locked.
 pub unsafe fn encode(page: pg_sys::Page, meta: &Meta) {
-    let len = Meta::encoded_len(meta.tables.len());
+    let len = meta.encoded_len();
+    assert!(len <= page::CONTENTS, "hamming index metapage overflow");
     unsafe {
         meta.write(&mut page::contents_mut(page)[..len]);
         page::set_len(page, len);
     }
 }
 
-/// The permuted-table layout the metapage describes.
-pub fn layout(meta: &Meta) -> Layout {
-    Layout::new(meta.blocks, meta.max_distance)
+/// Whether the metapage can hold `meta`.
+pub fn fits(meta: &Meta) -> bool {
+    meta.encoded_len() <= page::CONTENTS
+}
+
+/// The permuted-table layout of a run.
+pub fn layout(meta: &Meta, run: &Run) -> Layout {
+    Layout::new(run.blocks, meta.max_distance)
         .unwrap_or_else(|e| pgrx::error!("hamming index metapage: {}", e.0))
+}
+
+/// Changes the metapage in one WAL record: `change` edits a copy read under the exclusive
+/// lock; returns the metapage as written.
+pub fn update(index: pg_sys::Relation, change: impl FnOnce(&mut Meta)) -> Meta {
+    let locked = Locked::read(
+        index,
+        pg_sys::ForkNumber::MAIN_FORKNUM,
+        META_BLOCK,
+        pg_sys::BUFFER_LOCK_EXCLUSIVE,
+    );
+    // SAFETY: block 0, locked exclusively and edited through GenericXLog.
+    unsafe {
+        let mut m = decode(locked.page());
+        change(&mut m);
+        let mut xlog = Xlog::start(index);
+        encode(xlog.register(&locked, false), &m);
+        xlog.finish();
+        m
+    }
 }

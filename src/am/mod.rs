@@ -1,15 +1,19 @@
 //! The `hamming` index access method: Manku et al.'s permuted tables in PostgreSQL pages.
 //! One file per callback family, as contrib/bloom lays them out: `build` (ambuild,
 //! ambuildempty), `insert`, `scan`, `vacuum`, `cost`, `options`; `page` and `meta` hold the
-//! page layouts and the buffer/WAL helpers; `check` verifies an index.
+//! page layouts and the buffer/WAL helpers; `run` writes and walks the sorted runs the
+//! index is made of, `merge` turns pending rows into runs and merges them; `check`
+//! verifies an index.
 
 mod build;
 mod check;
 mod cost;
 mod insert;
+mod merge;
 mod meta;
 pub mod options;
 mod page;
+mod run;
 mod scan;
 mod spool;
 mod vacuum;
@@ -77,4 +81,19 @@ pgrx::extension_sql_file!(
 #[pg_guard]
 unsafe extern "C-unwind" fn amvalidate(_opclass: pg_sys::Oid) -> bool {
     true
+}
+
+/// The metapage of an index, by name (for the SQL tests).
+#[cfg(any(test, feature = "pg_test"))]
+pub fn meta_of(index: &str) -> neardup_core::index_page::Meta {
+    let oid = Spi::get_one::<pg_sys::Oid>(&format!("SELECT '{index}'::regclass::oid"))
+        .unwrap()
+        .unwrap();
+    // SAFETY: an index of ours, opened and closed here.
+    unsafe {
+        let rel = pg_sys::index_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        let m = meta::read(rel);
+        pg_sys::index_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        m
+    }
 }

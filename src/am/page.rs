@@ -4,13 +4,15 @@
 //! is drawn in `neardup_core::index_page`.
 //!
 //! ```text
-//!  special space (PageTail, 12 bytes, MAXALIGNed to 16)
-//!  +-----------+----------+----------+---------+----------------+
-//!  | next u32  | kind u16 | table u16| pad u16 | page id 0xFF8B |
-//!  +-----------+----------+----------+---------+----------------+
+//!  special space (PageTail, 16 bytes)
+//!  +-----------+-----------+----------+-----------+-----------+----------------+
+//!  | next u32  | owner u32 | kind u16 | table u16 | level u16 | page id 0xFF8B |
+//!  +-----------+-----------+----------+-----------+-----------+----------------+
+//!  next: the next leaf or pending page; owner: the id of the run or list the page belongs
+//!  to; level: 1 for a directory page whose children are leaves, 2 above those, ...
 //! ```
 
-use neardup_core::index_page::{ENTRY_SIZE, NO_BLOCK};
+use neardup_core::index_page::{self, NO_BLOCK};
 use pgrx::pg_sys;
 use std::mem::size_of;
 
@@ -24,14 +26,16 @@ pub enum Kind {
     Meta = 1,
     Table = 2,
     Pending = 3,
+    Directory = 4,
 }
 
 #[repr(C)]
 struct PageTail {
     next: u32,
+    owner: u32,
     kind: u16,
     table: u16,
-    _pad: u16,
+    level: u16,
     page_id: u16,
 }
 
@@ -39,22 +43,59 @@ const HEADER: usize = 24; // MAXALIGN(SizeOfPageHeaderData)
 const TAIL: usize = (size_of::<PageTail>() + 7) & !7;
 /// Bytes of contents a page holds.
 pub const CONTENTS: usize = pg_sys::BLCKSZ as usize - HEADER - TAIL;
-pub const ENTRIES_PER_PAGE: usize = CONTENTS / ENTRY_SIZE;
+const _: () = assert!(CONTENTS == index_page::PAGE_CONTENTS);
+pub const ENTRIES_PER_PAGE: usize = index_page::ENTRIES_PER_PAGE;
 
-/// Formats `page` as an empty page of `kind`.
+/// What a page is and whose: its kind, the run or list that owns it, its permuted table
+/// and its level in a directory.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Role {
+    pub kind: Kind,
+    pub owner: u32,
+    pub table: u16,
+    pub level: u16,
+}
+
+impl Role {
+    pub fn new(kind: Kind, owner: u32) -> Role {
+        Role {
+            kind,
+            owner,
+            table: 0,
+            level: 0,
+        }
+    }
+}
+
+/// Formats `page` as an empty page of `role`.
 ///
 /// # Safety
 /// `page` points to a BLCKSZ buffer the caller may write.
-pub unsafe fn init(page: pg_sys::Page, kind: Kind, table: u16) {
+pub unsafe fn init(page: pg_sys::Page, role: Role) {
     unsafe {
         pg_sys::PageInit(page, pg_sys::BLCKSZ as usize, TAIL);
         let tail = tail_ptr(page);
         (*tail).next = NO_BLOCK;
-        (*tail).kind = kind as u16;
-        (*tail).table = table;
-        (*tail)._pad = 0;
+        (*tail).owner = role.owner;
+        (*tail).kind = role.kind as u16;
+        (*tail).table = role.table;
+        (*tail).level = role.level;
         (*tail).page_id = PAGE_ID;
     }
+}
+
+/// Whether the page was never initialised (a new block, or one an aborted extension left).
+pub unsafe fn is_new(page: pg_sys::Page) -> bool {
+    unsafe { (*header(page)).pd_upper == 0 }
+}
+
+/// The run or list the page belongs to (0 for the metapage).
+pub unsafe fn owner(page: pg_sys::Page) -> u32 {
+    unsafe { (*tail_ptr(page)).owner }
+}
+
+pub unsafe fn level(page: pg_sys::Page) -> u16 {
+    unsafe { (*tail_ptr(page)).level }
 }
 
 unsafe fn tail_ptr(page: pg_sys::Page) -> *mut PageTail {
@@ -79,6 +120,7 @@ pub unsafe fn kind(page: pg_sys::Page) -> Kind {
             1 => Kind::Meta,
             2 => Kind::Table,
             3 => Kind::Pending,
+            4 => Kind::Directory,
             other => pgrx::error!("hamming index page has unknown kind {other}"),
         }
     }
@@ -218,4 +260,33 @@ impl Drop for Xlog {
             unsafe { pg_sys::GenericXLogAbort(self.state) }
         }
     }
+}
+
+/// Reads `block` under a share lock for a scan that reached it through the metapage it read
+/// earlier, and checks it is still a page of `kind` owned by `owner`. Pages are reused only
+/// once no snapshot older than their release exists, so on a primary this always holds; a
+/// standby replays reuse regardless of its queries, and a query that would read a reused
+/// page is cancelled, as PostgreSQL cancels queries in conflict with recovery.
+pub fn read_owned(index: pg_sys::Relation, block: u32, kind: Kind, owner: u32) -> Locked {
+    let locked = Locked::read(
+        index,
+        pg_sys::ForkNumber::MAIN_FORKNUM,
+        block,
+        pg_sys::BUFFER_LOCK_SHARE,
+    );
+    // SAFETY: a locked page of the index.
+    let same = unsafe {
+        !is_new(locked.page())
+            && self::kind(locked.page()) == kind
+            && self::owner(locked.page()) == owner
+    };
+    if !same {
+        pgrx::ereport!(
+            ERROR,
+            pgrx::PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
+            format!("hamming index block {block} was reused while a scan read it"),
+            "On a standby this is a conflict with recovery (a merge replayed from the primary): retry the query."
+        );
+    }
+    locked
 }

@@ -1,11 +1,12 @@
-//! Index scans. Strategy 1, `fp <@ hamming_ball(q, k)`: in every permuted table, the run of
-//! entries sharing the permuted query's leading blocks, checked for distance (exact by the
+//! Index scans. Strategy 1, `fp <@ hamming_ball(q, k)`: in every permuted table of every
+//! run, the entries sharing the permuted query's leading blocks (a descent of the table's
+//! directory to the first leaf that may hold them), checked for distance (exact by the
 //! pigeonhole argument, see `neardup_core::permuted`), plus the pending pages; a radius
-//! beyond the index's max_distance reads one whole table instead. Strategy 2, `ORDER BY fp
-//! <~> q`: first every row within max_distance, nearest first, then, only if the scan goes
-//! on, passes over table 0 and the pending rows that each keep the next few thousand
-//! nearest rows (`neardup_core::nearest`): no pass sorts or holds the whole index. Results
-//! are exact: no recheck.
+//! beyond the index's max_distance reads table 0 of every run instead. Strategy 2, `ORDER
+//! BY fp <~> q`: first every row within max_distance, nearest first, then, only if the scan
+//! goes on, passes over each run's table 0 and the pending rows that each keep the next few
+//! thousand nearest rows (`neardup_core::nearest`): no pass sorts or holds the whole index.
+//! Results are exact: no recheck.
 //!
 //! Several ORDER BY distances sort lexicographically; rows whose fingerprint is NULL (kept
 //! in the pending pages) come last with NULL distances, as a seq scan would sort them.
@@ -14,19 +15,22 @@
 //! bitmap scan adds its TIDs to the bitmap as it finds them. No scan holds buffer pins
 //! between calls. Under an MVCC snapshot a scan keeps what it read for its rescans (a
 //! nested loop join rescans once per outer row): the metapage, the pending rows and the
-//! first key of each table page it looked at, see [`ScanCache`].
+//! directory pages it looked at, see [`ScanCache`]. Every page is checked to belong to the
+//! run or list the scan's metapage names (see `page::read_owned`).
 
 use super::build::item_pointer;
 use super::meta;
-use super::page::{self, Kind, Locked};
+use super::page::{self, Kind};
+use super::run;
 use crate::hamming_query::HammingBall;
-use neardup_core::index_page::{entries, lower_bound, Meta, Tid, NO_BLOCK};
+use neardup_core::index_page::{entries, lower_bound, Entry, Meta, Run, Tid, ENTRY_SIZE};
 use neardup_core::nearest::{pass_target, NearestPass};
 use neardup_core::permuted::{Layout, Permutation, SortedTables};
 use neardup_core::simhash::hamming;
 use pgrx::prelude::*;
 use pgrx::{pg_sys, PgMemoryContexts};
 use std::cmp::Ordering;
+use std::collections::HashMap;
 
 /// Strategy 1 of the operator classes (`<@`); strategy 2 (`<~>`) only ever orders.
 pub const STRATEGY_WITHIN: u16 = 1;
@@ -87,22 +91,31 @@ struct ScanState {
     cache: Option<ScanCache>,
 }
 
-/// The pending rows in memory. The first probe compares them all; from the second on (a
-/// rescan) they are sorted into the layout's permuted tables, so each further probe costs
-/// a few binary searches instead of a pass over every pending row.
+/// The pending rows in memory. The first probes compare them all; a scan rescanned more
+/// often (a nested loop join) sorts them into the layout's permuted tables, so each further
+/// probe costs a few binary searches instead of a pass over every pending row.
 struct PendingRows {
     rows: Vec<Row>,
-    compared_all: bool,
+    /// The fingerprints of `rows`, packed for the distance test (0 for NULL ones, which the
+    /// test skips).
+    fps: Vec<u64>,
+    passes: u32,
     tables: Option<SortedTables>,
 }
+
+/// Passes over every pending row before they are sorted: sorting 16 k rows into 4 tables
+/// costs about as much as this many passes with the popcount instruction.
+const PASSES_BEFORE_SORTING: u32 = 256;
 
 impl PendingRows {
     fn read(index: pg_sys::Relation, meta: &Meta) -> PendingRows {
         let mut rows = Vec::new();
-        for_each_pending(index, meta.pending_head, |fp, tid| rows.push((fp, tid)));
+        for_each_pending(index, meta, |fp, tid| rows.push((fp, tid)));
+        let fps = rows.iter().map(|r| r.0.unwrap_or(0)).collect();
         PendingRows {
             rows,
-            compared_all: false,
+            fps,
+            passes: 0,
             tables: None,
         }
     }
@@ -110,7 +123,7 @@ impl PendingRows {
     /// Calls `emit` with the rows within `radius` of `center` (and maybe others: the caller
     /// checks every ball), each at least once.
     fn probe(&mut self, layout: &Layout, center: u64, radius: u32, mut emit: impl FnMut(Row)) {
-        if self.tables.is_none() && self.compared_all {
+        if self.tables.is_none() && self.passes >= PASSES_BEFORE_SORTING {
             let items: Vec<(u64, u32)> = (0..self.rows.len() as u32)
                 .filter_map(|i| self.rows[i as usize].0.map(|fp| (fp, i)))
                 .collect();
@@ -126,11 +139,44 @@ impl PendingRows {
                 found.into_iter().for_each(|i| emit(self.rows[i as usize]));
             }
             None => {
-                for_each_row_in(&self.rows, &mut emit);
-                self.compared_all = true;
+                for (chunk, fps) in self.rows.chunks(4096).zip(self.fps.chunks(4096)) {
+                    pgrx::check_for_interrupts!();
+                    within_radius(fps, center, radius, |i| {
+                        if chunk[i].0.is_some() {
+                            emit(chunk[i])
+                        }
+                    });
+                }
+                self.passes += 1;
             }
         }
     }
+}
+
+/// Calls `emit` with the position of each of `fps` within `radius` of `center`, with the
+/// CPU's popcount instruction where it has one (see `offer_page`).
+fn within_radius(fps: &[u64], center: u64, radius: u32, emit: impl FnMut(usize)) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("popcnt") {
+        // SAFETY: the CPU has the instruction the function is compiled for.
+        return unsafe { within_radius_popcnt(fps, center, radius, emit) };
+    }
+    within_radius_portable(fps, center, radius, emit)
+}
+
+#[inline(always)]
+fn within_radius_portable(fps: &[u64], center: u64, radius: u32, mut emit: impl FnMut(usize)) {
+    for (i, &fp) in fps.iter().enumerate() {
+        if (fp ^ center).count_ones() <= radius {
+            emit(i);
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+unsafe fn within_radius_popcnt(fps: &[u64], center: u64, radius: u32, emit: impl FnMut(usize)) {
+    within_radius_portable(fps, center, radius, emit)
 }
 
 /// Calls `emit` with each of `rows`, checking for interrupts every few thousand.
@@ -144,31 +190,34 @@ fn for_each_row_in(rows: &[Row], mut emit: impl FnMut(Row)) {
 /// What a scan read once and its rescans reuse. Under an MVCC snapshot that is safe:
 /// - a row inserted after the first read belongs to a transaction or command the snapshot
 ///   cannot see, and a row VACUUM has removed since was dead to it;
-/// - table pages only lose entries after the build (VACUUM compacts each page in place), and
-///   every entry of a page sorts below every entry of the next, so a first key read earlier
-///   still bounds the page before it: the binary search cannot skip a match.
+/// - runs merged away after the first read keep their pages until no snapshot as old as the
+///   scan's exists;
+/// - directory pages never change once written (VACUUM only removes leaf entries, so the
+///   first keys they hold stay lower bounds: a descent cannot skip a match).
 struct ScanCache {
     meta: Meta,
-    layout: Layout,
+    /// The layout of each run.
+    layouts: Vec<Layout>,
+    /// The layout the pending rows are sorted into for rescans.
+    pending_layout: Layout,
     pending: Option<PendingRows>,
-    /// Per table, the first key of each page (`u64::MAX` when empty), read on demand.
-    first_keys: Vec<Vec<Option<u64>>>,
+    /// Directory pages read: contents and level.
+    directory: HashMap<u32, (Vec<u8>, u16)>,
 }
 
 impl ScanCache {
     fn new(index: pg_sys::Relation) -> ScanCache {
         let meta = meta::read(index);
-        let layout = meta::layout(&meta);
-        let first_keys = meta
-            .tables
-            .iter()
-            .map(|t| vec![None; t.pages as usize])
-            .collect();
+        let layouts = meta.runs.iter().map(|r| meta::layout(&meta, r)).collect();
+        let pending_rows = meta.pending_pages() as u64 * page::ENTRIES_PER_PAGE as u64;
+        let pending_layout = Layout::for_rows(pending_rows, meta.max_distance)
+            .unwrap_or_else(|e| pgrx::error!("hamming index metapage: {}", e.0));
         ScanCache {
             meta,
-            layout,
+            layouts,
+            pending_layout,
             pending: None,
-            first_keys,
+            directory: HashMap::new(),
         }
     }
 
@@ -409,9 +458,9 @@ fn first_results(
     }
 }
 
-/// One pass over table 0 and the pending rows for the nearest rows at distances from
-/// `from` on (`target` of them, give or take the farthest distance's), in result order, and
-/// the phase after them. The distance is taken on the permuted key against the permuted
+/// One pass over each run's table 0 and the pending rows for the nearest rows at distances
+/// from `from` on (`target` of them, give or take the farthest distance's), in result order,
+/// and the phase after them. The distance is taken on the permuted key against the permuted
 /// query (a permutation keeps distances), so only the rows kept are permuted back.
 fn nearest_pass(
     index: pg_sys::Relation,
@@ -422,19 +471,14 @@ fn nearest_pass(
 ) -> (Vec<Hit>, Option<Later>) {
     let q = order_by[0].expect("passes follow a non-NULL ORDER BY query");
     let mut pass = NearestPass::new(from, target);
-    if let Some(extent) = cache.meta.tables.first() {
-        let table = &cache.layout.tables()[0];
+    for (run, layout) in cache.meta.runs.iter().zip(&cache.layouts) {
+        let table = &layout.tables()[0];
         let permuted_q = table.apply(q);
-        for p in 0..extent.pages {
-            pgrx::check_for_interrupts!();
-            let locked = read(index, extent.first_block + p);
-            // SAFETY: a locked table page.
-            offer_page(
-                &mut pass,
-                unsafe { page::contents(locked.page()) },
-                permuted_q,
-                table,
-            );
+        if let Some(tree) = run.tables.first() {
+            run::walk_leaves(index, run.id, tree.first_leaf, |contents| {
+                offer_page(&mut pass, contents, permuted_q, table);
+                true
+            });
         }
     }
     let mut offer = |fp: Option<u64>, tid: Tid| {
@@ -444,7 +488,7 @@ fn nearest_pass(
     };
     match &cache.pending {
         Some(pending) => for_each_row_in(&pending.rows, |(fp, tid)| offer(fp, tid)),
-        None => for_each_pending(index, cache.meta.pending_head, offer),
+        None => for_each_pending(index, &cache.meta, offer),
     }
     let selected = pass.finish();
     let later = selected
@@ -492,7 +536,8 @@ unsafe fn offer_page_popcnt(
     offer_page_portable(pass, contents, permuted_q, table)
 }
 
-/// The rows whose fingerprint is NULL (all in the pending rows), by TID.
+/// The rows whose fingerprint is NULL (in the runs' NULL chains and the pending rows), by
+/// TID.
 fn null_rows(index: pg_sys::Relation, cache: &ScanCache) -> Vec<Hit> {
     let mut hits = Vec::new();
     let mut keep = |fp: Option<u64>, tid: Tid| {
@@ -500,9 +545,10 @@ fn null_rows(index: pg_sys::Relation, cache: &ScanCache) -> Vec<Hit> {
             hits.push(Hit { fp, tid });
         }
     };
+    for_each_run_null(index, &cache.meta, &mut keep);
     match &cache.pending {
         Some(pending) => for_each_row_in(&pending.rows, |(fp, tid)| keep(fp, tid)),
-        None => for_each_pending(index, cache.meta.pending_head, keep),
+        None => for_each_pending(index, &cache.meta, keep),
     }
     hits.sort_unstable_by_key(|h| h.tid);
     hits
@@ -522,31 +568,34 @@ fn matches(
     let within_all = |fp: u64| query.balls.iter().all(|&(c, r)| hamming(fp, c) <= r);
     match query.balls.iter().min_by_key(|b| b.1) {
         Some(&(center, radius)) if radius <= cache.meta.max_distance => {
-            let layout = &cache.layout;
-            for (t, extent) in cache.meta.tables.iter().enumerate() {
-                probe(
-                    index,
-                    &layout.tables()[t],
-                    extent.first_block,
-                    &mut cache.first_keys[t],
-                    center,
-                    radius,
-                    |fp, tid| {
-                        // A row sharing a prefix in several tables is found in each: only its
-                        // owner table (the first whose leading blocks all agree) reports it.
-                        if within_all(fp)
-                            && layout.owner_table(layout.equal_blocks(fp, center)) == Some(t)
-                        {
-                            emit((Some(fp), tid));
-                        }
-                    },
-                );
+            for (run, layout) in cache.meta.runs.iter().zip(&cache.layouts) {
+                for (t, tree) in run.tables.iter().enumerate() {
+                    probe(
+                        index,
+                        run,
+                        tree,
+                        &layout.tables()[t],
+                        &mut cache.directory,
+                        center,
+                        radius,
+                        |fp, tid| {
+                            // A row sharing a prefix in several tables is found in each:
+                            // only its owner table (the first whose leading blocks all
+                            // agree) reports it.
+                            if within_all(fp)
+                                && layout.owner_table(layout.equal_blocks(fp, center)) == Some(t)
+                            {
+                                emit((Some(fp), tid));
+                            }
+                        },
+                    );
+                }
             }
             let meta = &cache.meta;
             let pending = cache
                 .pending
                 .get_or_insert_with(|| PendingRows::read(index, meta));
-            pending.probe(&cache.layout, center, radius, |row| {
+            pending.probe(&cache.pending_layout, center, radius, |row| {
                 if row.0.is_some_and(within_all) {
                     emit(row);
                 }
@@ -560,99 +609,90 @@ fn matches(
     }
 }
 
-/// Calls `emit` with the rows of one table whose permuted value shares the query's prefix
-/// and lies within `radius`. `first_keys` caches the first key of the pages the binary
-/// search reads (one slot per page of the table).
+/// Calls `emit` with the rows of one table of a run whose permuted value shares the query's
+/// prefix and lies within `radius`. `directory` keeps the directory pages read.
+#[allow(clippy::too_many_arguments)]
 fn probe(
     index: pg_sys::Relation,
+    run: &Run,
+    tree: &neardup_core::index_page::Tree,
     table: &Permutation,
-    first: u32,
-    first_keys: &mut [Option<u64>],
+    directory: &mut HashMap<u32, (Vec<u8>, u16)>,
     center: u64,
     radius: u32,
     mut emit: impl FnMut(u64, Tid),
 ) {
-    let pages = first_keys.len() as u32;
-    if pages == 0 {
-        return;
-    }
     let q = table.apply(center);
     let (lo, hi) = table.prefix_range(q);
-    let mut first_key = |page: u32| {
-        *first_keys[page as usize].get_or_insert_with(|| {
-            pgrx::check_for_interrupts!();
-            let locked = read(index, first + page);
-            // SAFETY: a locked table page.
-            let contents = unsafe { page::contents(locked.page()) };
-            entries(contents).next().map_or(u64::MAX, |e| e.key)
-        })
-    };
-    // The first page whose first key is >= lo; the page before it may end with matches.
-    let (mut lo_page, mut hi_page) = (0u32, pages);
-    while lo_page < hi_page {
-        let mid = (lo_page + hi_page) / 2;
-        if first_key(mid) < lo {
-            lo_page = mid + 1;
-        } else {
-            hi_page = mid;
-        }
-    }
-    for p in lo_page.saturating_sub(1)..pages {
-        pgrx::check_for_interrupts!();
-        let locked = read(index, first + p);
-        // SAFETY: a locked table page.
-        let contents = unsafe { page::contents(locked.page()) };
-        for e in
-            entries(&contents[lower_bound(contents, lo) * neardup_core::index_page::ENTRY_SIZE..])
-        {
+    let start = run::descend(tree, lo, |block, visit| {
+        let (contents, level) = directory.entry(block).or_insert_with(|| {
+            let locked = page::read_owned(index, block, Kind::Directory, run.id);
+            // SAFETY: a locked directory page.
+            unsafe {
+                (
+                    page::contents(locked.page()).to_vec(),
+                    page::level(locked.page()),
+                )
+            }
+        });
+        visit(contents, *level)
+    });
+    let Some(start) = start else { return };
+    run::walk_leaves(index, run.id, start, |contents| {
+        for e in entries(&contents[lower_bound(contents, lo) * ENTRY_SIZE..]) {
             if e.key > hi {
-                return;
+                return false;
             }
             if hamming(e.key, q) <= radius {
                 emit(table.invert(e.key), e.tid);
             }
         }
-    }
+        true
+    });
 }
 
-/// Every indexed row once: table 0's entries, permuted back into fingerprints, and the
-/// pending rows (with the NULL rows).
+/// Every indexed row once: each run's table 0, permuted back into fingerprints, and NULL
+/// rows, then the pending rows.
 fn for_each_row(
     index: pg_sys::Relation,
     cache: &ScanCache,
     mut emit: impl FnMut(Option<u64>, Tid),
 ) {
-    if let Some(extent) = cache.meta.tables.first() {
-        let table = &cache.layout.tables()[0];
-        for p in 0..extent.pages {
-            pgrx::check_for_interrupts!();
-            let locked = read(index, extent.first_block + p);
-            // SAFETY: a locked table page.
-            for e in entries(unsafe { page::contents(locked.page()) }) {
-                emit(Some(table.invert(e.key)), e.tid);
-            }
+    for (run, layout) in cache.meta.runs.iter().zip(&cache.layouts) {
+        let table = &layout.tables()[0];
+        if let Some(tree) = run.tables.first() {
+            run::for_each_entry(index, run.id, tree, |e: Entry| {
+                emit(Some(table.invert(e.key)), e.tid)
+            });
         }
     }
+    for_each_run_null(index, &cache.meta, &mut emit);
     match &cache.pending {
         Some(pending) => for_each_row_in(&pending.rows, |(fp, tid)| emit(fp, tid)),
-        None => for_each_pending(index, cache.meta.pending_head, emit),
+        None => for_each_pending(index, &cache.meta, emit),
     }
 }
 
-fn for_each_pending(index: pg_sys::Relation, head: u32, mut emit: impl FnMut(Option<u64>, Tid)) {
-    let mut block = head;
-    while block != NO_BLOCK {
-        pgrx::check_for_interrupts!();
-        let locked = read(index, block);
-        // SAFETY: a locked pending page; its link is read under the same lock.
-        unsafe {
-            if page::kind(locked.page()) != Kind::Pending {
-                pgrx::error!("hamming index: block {block} is not a pending page");
-            }
-            for e in entries(page::contents(locked.page())) {
-                emit(e.fingerprint(), e.heap_tid());
-            }
-            block = page::next(locked.page());
+/// The rows of the runs whose fingerprint is NULL.
+fn for_each_run_null(
+    index: pg_sys::Relation,
+    meta: &Meta,
+    emit: &mut impl FnMut(Option<u64>, Tid),
+) {
+    for r in &meta.runs {
+        run::for_each_pending(index, r.id, r.nulls_head, |e| {
+            emit(e.fingerprint(), e.heap_tid())
+        });
+    }
+}
+
+/// The pending rows: the open list and the sealed one being written as a run.
+fn for_each_pending(index: pg_sys::Relation, meta: &Meta, mut emit: impl FnMut(Option<u64>, Tid)) {
+    for list in [&meta.pending, &meta.sealed] {
+        if list.id != 0 {
+            run::for_each_pending(index, list.id, list.head, |e| {
+                emit(e.fingerprint(), e.heap_tid())
+            });
         }
     }
 }
@@ -666,13 +706,4 @@ fn is_mvcc(snapshot: pg_sys::Snapshot) -> bool {
             pg_sys::SnapshotType::SNAPSHOT_MVCC | pg_sys::SnapshotType::SNAPSHOT_HISTORIC_MVCC
         )
     })
-}
-
-fn read(index: pg_sys::Relation, block: u32) -> Locked {
-    Locked::read(
-        index,
-        pg_sys::ForkNumber::MAIN_FORKNUM,
-        block,
-        pg_sys::BUFFER_LOCK_SHARE,
-    )
 }

@@ -1,13 +1,24 @@
-//! VACUUM: remove the entries of dead heap tuples. Every entry of every table is put to the
-//! callback, not only table 0's: a VACUUM interrupted by a crash may have cleaned some
-//! tables and not others, and the next one must still find the leftovers before their
-//! TIDs are reused. Pages are compacted in place, each in its own GenericXLog record;
-//! sorted order is kept, so lookups stay valid throughout.
+//! VACUUM.
+//!
+//! `ambulkdelete` removes the entries of dead heap tuples from every page of every run and
+//! pending list: every table, not only table 0, since a VACUUM interrupted by a crash may
+//! have cleaned some tables and not others, and the next one must still find the leftovers
+//! before their TIDs are reused. Pages are compacted in place, each in its own GenericXLog
+//! record; sorted order is kept, so lookups stay valid throughout. It holds the merge lock,
+//! so that no merge copies an entry it is removing; the runs' row counts in the metapage are
+//! set to what remains.
+//!
+//! `amvacuumcleanup` then writes the pending list as a run and merges runs as the policy
+//! says (as GIN folds its pending list in on VACUUM), gives the pages of garbage no snapshot
+//! can read any more to the free space map, and sweeps the index for pages nothing owns
+//! (left by a merge a crash interrupted).
 
 use super::build::item_pointer;
+use super::merge::{self, MergeLock};
 use super::meta;
-use super::page::{self, Locked, Xlog};
-use neardup_core::index_page::{entries, Meta, Tid, ENTRY_SIZE, NO_BLOCK};
+use super::page::{self, Kind, Locked, Xlog};
+use super::run;
+use neardup_core::index_page::{entries, List, Meta, Tid, ENTRY_SIZE};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
@@ -23,25 +34,51 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
         let index = (*info).index;
         let stats = stats_or_new(stats);
         let callback = callback.expect("bulk delete callback");
+        let _lock = MergeLock::wait(index);
         let m = meta::read(index);
         let mut is_dead = |tid: Tid| {
             let mut ip = item_pointer(tid);
             callback(&mut ip, callback_state)
         };
-        // Rows are counted on the pages that hold each once: table 0 and the pending list.
         let (mut kept, mut removed) = (0u64, 0u64);
-        for block in owner_pages(index, &m) {
-            let (k, r) = compact(index, block, &mut is_dead);
-            kept += k;
-            removed += r;
+        let mut run_rows = Vec::with_capacity(m.runs.len());
+        for r in &m.runs {
+            // Rows are counted on the pages that hold each once: table 0 and the NULL rows.
+            let mut in_tables = 0;
+            for (t, tree) in r.tables.iter().enumerate() {
+                for block in run::chain_blocks(index, Kind::Table, r.id, tree.first_leaf) {
+                    let (k, gone) = compact(index, block, &mut is_dead);
+                    if t == 0 {
+                        in_tables += k;
+                        removed += gone;
+                    }
+                }
+            }
+            run_rows.push((r.id, in_tables));
+            kept += in_tables;
+            for block in run::chain_blocks(index, Kind::Pending, r.id, r.nulls_head) {
+                let (k, gone) = compact(index, block, &mut is_dead);
+                kept += k;
+                removed += gone;
+            }
         }
-        for block in other_table_pages(&m) {
-            compact(index, block, &mut is_dead);
+        for list in lists(&m) {
+            for block in run::chain_blocks(index, Kind::Pending, list.id, list.head) {
+                let (k, gone) = compact(index, block, &mut is_dead);
+                kept += k;
+                removed += gone;
+            }
         }
+        meta::update(index, |m| {
+            for r in &mut m.runs {
+                if let Some(&(_, rows)) = run_rows.iter().find(|(id, _)| *id == r.id) {
+                    r.rows = rows;
+                }
+            }
+        });
         (*stats).tuples_removed += removed as f64;
         (*stats).num_index_tuples = kept as f64;
-        (*stats).num_pages =
-            pg_sys::RelationGetNumberOfBlocksInFork(index, pg_sys::ForkNumber::MAIN_FORKNUM);
+        (*stats).num_pages = blocks(index);
         stats
     }
 }
@@ -57,32 +94,25 @@ pub unsafe extern "C-unwind" fn amvacuumcleanup(
             return stats;
         }
         let index = (*info).index;
-        let m = meta::read(index);
-        advise_reindex(index, &m);
-        if !stats.is_null() {
-            return stats; // ambulkdelete already counted
-        }
+        let freed = {
+            let _lock = MergeLock::wait(index);
+            merge::flush_and_merge(index);
+            merge::sweep(index)
+        };
+        let had_stats = !stats.is_null();
         let stats = stats_or_new(stats);
-        (*stats).num_index_tuples = count_rows(index, &m) as f64;
-        (*stats).num_pages =
-            pg_sys::RelationGetNumberOfBlocksInFork(index, pg_sys::ForkNumber::MAIN_FORKNUM);
+        if !had_stats {
+            (*stats).num_index_tuples = count_rows(index, &meta::read(index)) as f64;
+        }
+        (*stats).num_pages = blocks(index);
+        (*stats).pages_free = freed;
         stats
     }
 }
 
-/// Pending rows are read by every scan and only REINDEX folds them into the tables: say so
-/// when they have grown past a tenth of the index (a NOTICE, so autovacuum stays quiet).
-fn advise_reindex(index: pg_sys::Relation, m: &neardup_core::index_page::Meta) {
-    if m.pending_entries > 1000 && m.pending_entries > m.table_entries / 10 {
-        // SAFETY: the relation is open; its name is a NUL-terminated NameData.
-        let name = unsafe { std::ffi::CStr::from_ptr((*(*index).rd_rel).relname.data.as_ptr()) };
-        pgrx::notice!(
-            "hamming index \"{}\" has {} rows in its pending list ({} in its tables); REINDEX INDEX CONCURRENTLY folds them in and speeds up lookups",
-            name.to_string_lossy(),
-            m.pending_entries,
-            m.table_entries
-        );
-    }
+fn blocks(index: pg_sys::Relation) -> u32 {
+    // SAFETY: the index is open.
+    unsafe { pg_sys::RelationGetNumberOfBlocksInFork(index, pg_sys::ForkNumber::MAIN_FORKNUM) }
 }
 
 unsafe fn stats_or_new(
@@ -95,40 +125,9 @@ unsafe fn stats_or_new(
     }
 }
 
-/// Pages holding each row exactly once: table 0 and the pending list.
-fn owner_pages(index: pg_sys::Relation, m: &Meta) -> Vec<u32> {
-    let mut blocks: Vec<u32> = m.tables.first().map_or(Vec::new(), |t| {
-        (t.first_block..t.first_block + t.pages).collect()
-    });
-    blocks.extend(pending_blocks(index, m));
-    blocks
-}
-
-fn other_table_pages(m: &Meta) -> impl Iterator<Item = u32> + '_ {
-    m.tables
-        .iter()
-        .skip(1)
-        .flat_map(|t| t.first_block..t.first_block + t.pages)
-}
-
-/// The pending list's blocks, following the links (each page read under a share lock).
-/// The list is only ever appended to, so the chain read link by link stays consistent.
-fn pending_blocks(index: pg_sys::Relation, m: &Meta) -> Vec<u32> {
-    let mut blocks = Vec::new();
-    let mut block = m.pending_head;
-    while block != NO_BLOCK {
-        pgrx::check_for_interrupts!();
-        blocks.push(block);
-        let locked = Locked::read(
-            index,
-            pg_sys::ForkNumber::MAIN_FORKNUM,
-            block,
-            pg_sys::BUFFER_LOCK_SHARE,
-        );
-        // SAFETY: a locked pending page.
-        block = unsafe { page::next(locked.page()) };
-    }
-    blocks
+/// The pending lists: the open one and the sealed one, if any.
+fn lists(m: &Meta) -> impl Iterator<Item = &List> {
+    [&m.pending, &m.sealed].into_iter().filter(|l| l.id != 0)
 }
 
 /// Removes the entries `dead` names from one page; returns how many remain and how many
@@ -165,20 +164,17 @@ fn compact(index: pg_sys::Relation, block: u32, dead: &mut impl FnMut(Tid) -> bo
     (kept as u64, (keep.len() - kept) as u64)
 }
 
-/// Rows in the index: table 0's entries plus the pending ones.
-pub fn count_rows(index: pg_sys::Relation, m: &Meta) -> u64 {
-    owner_pages(index, m)
-        .into_iter()
-        .map(|block| {
-            pgrx::check_for_interrupts!();
-            let locked = Locked::read(
-                index,
-                pg_sys::ForkNumber::MAIN_FORKNUM,
-                block,
-                pg_sys::BUFFER_LOCK_SHARE,
-            );
-            // SAFETY: a locked page of ours.
-            (unsafe { page::contents(locked.page()) }.len() / ENTRY_SIZE) as u64
-        })
-        .sum()
+/// Rows in the index: the runs' rows (counted by the last VACUUM or merge), their NULL rows
+/// and the pending rows.
+fn count_rows(index: pg_sys::Relation, m: &Meta) -> u64 {
+    let mut rows = m.run_rows();
+    let mut count =
+        |owner: u32, head: u32| run::for_each_pending(index, owner, head, |_| rows += 1);
+    for r in &m.runs {
+        count(r.id, r.nulls_head);
+    }
+    for list in lists(m) {
+        count(list.id, list.head);
+    }
+    rows
 }

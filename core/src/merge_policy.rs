@@ -1,0 +1,75 @@
+//! When the runs of a `hamming` index merge. Each lookup probes every run, so there must be
+//! few; each merge rewrites its rows, so they must not merge too often. The rule is tiered,
+//! as log-structured merge trees are: with the runs ordered largest first, the runs after
+//! run `i` merge with it once together they hold at least `1 / RATIO` of its rows. So every
+//! run holds more than `RATIO` times all the runs after it put together: with `n` rows and
+//! pending lists of `u` rows there are at most `log_(RATIO+1)(n / u) + 1` runs, and a row is
+//! rewritten about `RATIO + 1` times per level it climbs.
+
+/// Runs after a run merge into it once they hold this fraction of its rows (1 / RATIO).
+pub const RATIO: u64 = 4;
+
+/// Given the row counts of the runs, largest first, the position from which all the runs
+/// (that one and every smaller one) should merge into one, if any should.
+pub fn merge_from(rows: &[u64]) -> Option<usize> {
+    let mut after = 0u64;
+    let mut from = None;
+    for (i, &r) in rows.iter().enumerate().rev() {
+        if i + 1 < rows.len() && after.saturating_mul(RATIO) >= r {
+            from = Some(i);
+        }
+        after = after.saturating_add(r);
+    }
+    from
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Simulates `flushes` pending lists of `u` rows each, merging after each as the rule
+    /// says; returns the most runs seen and the rows written per row inserted.
+    fn simulate(flushes: u64, u: u64) -> (usize, f64) {
+        let (mut runs, mut written, mut most) = (Vec::<u64>::new(), 0u64, 0);
+        for _ in 0..flushes {
+            runs.push(u);
+            written += u;
+            runs.sort_unstable_by(|a, b| b.cmp(a));
+            while let Some(from) = merge_from(&runs) {
+                let merged: u64 = runs.drain(from..).sum();
+                written += merged;
+                runs.push(merged);
+                runs.sort_unstable_by(|a, b| b.cmp(a));
+            }
+            most = most.max(runs.len());
+            for w in runs.windows(2) {
+                assert!(w[0] >= w[1]);
+            }
+        }
+        (most, written as f64 / (flushes * u) as f64)
+    }
+
+    #[test]
+    fn runs_stay_logarithmic_and_rewrites_bounded() {
+        for flushes in [1, 10, 100, 1000] {
+            let (most, amplification) = simulate(flushes, 16384);
+            let bound = ((flushes as f64).ln() / ((RATIO + 1) as f64).ln()).ceil() as usize + 1;
+            assert!(
+                most <= bound,
+                "{flushes} flushes: {most} runs, bound {bound}"
+            );
+            assert!(amplification <= 12.0, "{flushes}: {amplification}");
+        }
+    }
+
+    #[test]
+    fn merges_only_what_the_rule_says() {
+        assert_eq!(merge_from(&[]), None);
+        assert_eq!(merge_from(&[100]), None);
+        assert_eq!(merge_from(&[100, 24]), None);
+        assert_eq!(merge_from(&[100, 25]), Some(0));
+        assert_eq!(merge_from(&[100, 10, 3]), Some(1));
+        assert_eq!(merge_from(&[100, 20, 4, 1]), Some(0));
+        assert_eq!(merge_from(&[u64::MAX, u64::MAX]), Some(0));
+    }
+}

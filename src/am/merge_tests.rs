@@ -1,0 +1,137 @@
+// SQL tests of the `hamming` index as inserts build it up: pending lists written as runs,
+// runs merged, in one transaction (VACUUM, page reuse, crashes and standbys are in
+// tests/integration/check_index_merges.sh, check_index_crash.sh, check_index_standby.sh).
+
+/// Loads `hamming_fixture`'s rows into `target` (same columns), which has an index already,
+/// in `batches` INSERT statements.
+fn insert_in_batches(source: &str, target: &str, batches: i64) {
+    for b in 0..batches {
+        Spi::run(&format!(
+            "INSERT INTO {target} (id, fp) SELECT id, fp FROM {source} WHERE id % {batches} = {b} ORDER BY id"
+        ))
+        .unwrap();
+    }
+}
+
+fn row_count(table: &str) -> i64 {
+    Spi::get_one::<i64>(&format!("SELECT count(*) FROM {table}")).unwrap().unwrap()
+}
+
+#[pg_test]
+fn an_index_grown_by_inserts_merges_runs_and_stays_exact() {
+    hamming_fixture("src", 4000, "simhash64");
+    Spi::run(
+        "CREATE TABLE docs (id bigint, fp simhash64);
+         CREATE INDEX docs_fp ON docs USING hamming (fp) WITH (pending_limit = 600)",
+    )
+    .unwrap();
+    insert_in_batches("src", "docs", 12);
+    let m = crate::am::meta_of("docs_fp");
+    let rows = row_count("docs");
+    // Every full pending list became a run; runs merged as the policy says.
+    assert!(!m.runs.is_empty(), "{m:?}");
+    assert!(m.runs.windows(2).all(|w| w[0].rows >= w[1].rows), "{m:?}");
+    assert!(m.garbage.len() >= m.runs.len(), "merges leave garbage: {m:?}");
+    let pending = (rows as u64).saturating_sub(m.run_rows());
+    assert!(pending < 2 * 600 + 582, "{pending} rows still pending: {m:?}");
+    let sizes: Vec<u64> = m.runs.iter().map(|r| r.rows).collect();
+    assert_eq!(neardup_core::merge_policy::merge_from(&sizes), None, "{sizes:?}");
+    assert_index_exact("docs", "simhash64");
+    for q in ["'0123456789abcdef'::simhash64", "(SELECT fp FROM docs WHERE id = 77)"] {
+        let (index, brute) = knn_both_ways("docs", q, Some(40));
+        assert_eq!(index, brute, "{q}");
+    }
+    assert_eq!(Spi::get_one::<i64>("SELECT hamming_index_check('docs_fp')").unwrap(), Some(rows));
+}
+
+#[pg_test]
+fn a_merge_past_maintenance_work_mem_sorts_externally_and_stays_exact() {
+    // 1 MB holds about 43 k rows of an in-memory merge; the last merges are larger.
+    Spi::run(
+        "SET maintenance_work_mem = '1MB';
+         SELECT setseed(0.5);
+         CREATE TABLE docs (id bigserial, fp simhash64);
+         CREATE INDEX docs_fp ON docs USING hamming (fp) WITH (pending_limit = 20000);",
+    )
+    .unwrap();
+    for _ in 0..4 {
+        Spi::run(
+            "INSERT INTO docs (fp) SELECT ((random() * 2^62)::bigint # ((random() * 3)::bigint << 62))::simhash64
+             FROM generate_series(1, 20000)",
+        )
+        .unwrap();
+    }
+    let m = crate::am::meta_of("docs_fp");
+    assert!(m.runs.iter().any(|r| r.rows > 45_000), "{m:?}");
+    // The check holds every row in memory: give it room.
+    Spi::run("RESET maintenance_work_mem").unwrap();
+    assert_index_exact("docs", "simhash64");
+    assert_eq!(
+        Spi::get_one::<i64>("SELECT hamming_index_check('docs_fp')").unwrap(),
+        Some(row_count("docs"))
+    );
+}
+
+#[pg_test]
+fn runs_of_different_layouts_merge_into_one() {
+    hamming_fixture("src", 3000, "simhash64");
+    Spi::run(
+        "CREATE TABLE docs (id bigint, fp simhash64);
+         CREATE INDEX docs_fp ON docs USING hamming (fp) WITH (pending_limit = 1000)",
+    )
+    .unwrap();
+    Spi::run("INSERT INTO docs SELECT id, fp FROM src WHERE id <= 2000").unwrap();
+    let before = crate::am::meta_of("docs_fp");
+    assert!(before.runs.iter().all(|r| r.blocks == 4), "{before:?}");
+    // Runs written from now on have 6 blocks (20 tables); merges mix the two layouts.
+    Spi::run("ALTER INDEX docs_fp SET (blocks = 6)").unwrap();
+    Spi::run("INSERT INTO docs SELECT id, fp FROM src WHERE id > 2000").unwrap();
+    let after = crate::am::meta_of("docs_fp");
+    assert!(after.runs.iter().any(|r| r.blocks == 6), "{after:?}");
+    assert_index_exact("docs", "simhash64");
+    assert_eq!(
+        Spi::get_one::<i64>("SELECT hamming_index_check('docs_fp')").unwrap(),
+        Some(row_count("docs"))
+    );
+}
+
+#[pg_test]
+fn null_fingerprints_move_with_their_runs_and_come_last() {
+    Spi::run(
+        "CREATE TABLE t (id int, fp simhash64);
+         CREATE INDEX t_fp ON t USING hamming (fp) WITH (pending_limit = 600);
+         INSERT INTO t SELECT i, CASE WHEN i % 10 = 0 THEN NULL ELSE (i * 2654435761)::bigint::simhash64 END
+             FROM generate_series(1, 5000) i;",
+    )
+    .unwrap();
+    let m = crate::am::meta_of("t_fp");
+    assert!(m.runs.iter().any(|r| r.nulls_pages > 0), "{m:?}");
+    let (index, brute) = knn_both_ways("t", "'0123456789abcdef'::simhash64", None);
+    assert_eq!(index, brute);
+    assert!(index.ends_with(":null"), "NULL rows last");
+    assert_eq!(index.matches(":null").count(), 500);
+    assert_eq!(Spi::get_one::<i64>("SELECT hamming_index_check('t_fp')").unwrap(), Some(5000));
+}
+
+#[pg_test]
+fn pending_limit_is_checked_and_can_change_without_rebuilding() {
+    Spi::run("CREATE TABLE t (id int, fp simhash64)").unwrap();
+    let error = error_of("CREATE INDEX ON t USING hamming (fp) WITH (pending_limit = 0)").unwrap();
+    assert!(error.starts_with("22023"), "{error}");
+    Spi::run(
+        "CREATE INDEX t_fp ON t USING hamming (fp);
+         INSERT INTO t SELECT i, (i * 2654435761)::bigint::simhash64 FROM generate_series(1, 3000) i;",
+    )
+    .unwrap();
+    // Below the default limit: all pending.
+    assert!(crate::am::meta_of("t_fp").runs.is_empty());
+    Spi::run(
+        "ALTER INDEX t_fp SET (pending_limit = 100);
+         INSERT INTO t SELECT i, (i * 2654435761)::bigint::simhash64 FROM generate_series(3001, 4000) i;",
+    )
+    .unwrap();
+    let m = crate::am::meta_of("t_fp");
+    assert!(m.run_rows() >= 3000, "{m:?}");
+    assert_index_exact("t", "simhash64");
+    assert_eq!(Spi::get_one::<i64>("SELECT hamming_index_check('t_fp')").unwrap(), Some(4000));
+}

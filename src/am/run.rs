@@ -1,0 +1,402 @@
+//! Writing and walking runs: each permuted table of a run is a static B+-tree, written
+//! bottom-up in one pass over its sorted entries (leaves first, chained left to right, then
+//! each directory level over the one below), the rows whose fingerprint is NULL in a chain of
+//! pending pages beside them. Layouts are drawn in `neardup_core::index_page`.
+//!
+//! Pages are filled in memory and written whole, one at a time, so that no buffer lock is
+//! held between pages: a held lock holds off interrupts, and writing a run takes long.
+
+use super::page::{self, Kind, Locked, Role, Xlog};
+use neardup_core::index_page::{
+    child_for, children, entries, write_child, Entry, Meta, Run, Tid, Tree, CHILDREN_PER_PAGE,
+    CHILD_SIZE, ENTRY_SIZE, NO_BLOCK,
+};
+use neardup_core::permuted::Layout;
+use pgrx::pg_sys;
+
+/// Where new pages come from and how they reach the WAL.
+pub struct PageWriter {
+    index: pg_sys::Relation,
+    fork: pg_sys::ForkNumber::Type,
+    /// CREATE INDEX writes without WAL and logs every page at the end; a merge logs each
+    /// page as it writes it, and takes free pages before extending.
+    merge: Option<InUse>,
+}
+
+/// What makes a page not free: an owner among the live ids (the metapage's, the run being
+/// written included), or a place among the spare pages.
+struct InUse {
+    live: Vec<u32>,
+    spare: Vec<u32>,
+}
+
+impl PageWriter {
+    pub fn for_build(index: pg_sys::Relation, fork: pg_sys::ForkNumber::Type) -> PageWriter {
+        PageWriter {
+            index,
+            fork,
+            merge: None,
+        }
+    }
+
+    /// For a merge, under the merge lock, with the metapage as it is now.
+    pub fn for_merge(index: pg_sys::Relation, meta: &Meta) -> PageWriter {
+        PageWriter {
+            index,
+            fork: pg_sys::ForkNumber::MAIN_FORKNUM,
+            merge: Some(InUse {
+                live: meta.live_ids(),
+                spare: meta.spare.clone(),
+            }),
+        }
+    }
+
+    /// A free page from the free space map, if it has one (merges only).
+    pub fn take_free(&mut self) -> Option<u32> {
+        let in_use = self.merge.as_ref()?;
+        loop {
+            // SAFETY: the index is open; the FSM is only advice, checked below.
+            let block = unsafe { pg_sys::GetFreeIndexPage(self.index) };
+            if block == pg_sys::InvalidBlockNumber {
+                return None;
+            }
+            if block == page::META_BLOCK || in_use.spare.contains(&block) {
+                continue;
+            }
+            // The FSM is not crash-safe: a page it lists may have been reused before a crash.
+            // Only a page no live id owns is free.
+            let locked = Locked::read(self.index, self.fork, block, pg_sys::BUFFER_LOCK_SHARE);
+            // SAFETY: a locked page of the index.
+            let free = unsafe {
+                page::is_new(locked.page())
+                    || in_use
+                        .live
+                        .binary_search(&page::owner(locked.page()))
+                        .is_err()
+            };
+            if free {
+                return Some(block);
+            }
+        }
+    }
+
+    /// A block to write a new page into.
+    pub fn allocate(&mut self) -> u32 {
+        self.take_free()
+            .unwrap_or_else(|| Locked::extend(self.index, self.fork).block())
+    }
+
+    /// Writes a whole page.
+    pub fn write(&mut self, block: u32, role: Role, next: u32, contents: &[u8]) {
+        pgrx::check_for_interrupts!();
+        let locked = Locked::read(self.index, self.fork, block, pg_sys::BUFFER_LOCK_EXCLUSIVE);
+        let fill = |p: pg_sys::Page| {
+            // SAFETY: p is the locked page or its GenericXLog copy.
+            unsafe {
+                page::init(p, role);
+                page::contents_mut(p)[..contents.len()].copy_from_slice(contents);
+                page::set_len(p, contents.len());
+                page::set_next(p, next);
+            }
+        };
+        if self.merge.is_some() {
+            let mut xlog = Xlog::start(self.index);
+            fill(xlog.register(&locked, true));
+            xlog.finish();
+        } else {
+            fill(locked.page());
+            // SAFETY: the buffer is locked exclusively; CREATE INDEX logs it afterwards.
+            unsafe { pg_sys::MarkBufferDirty(locked.buffer) };
+        }
+    }
+}
+
+/// Fills a chain of pages with packed items, each page written when the next is started
+/// (its link is known then).
+struct Chain {
+    role: Role,
+    item: usize,
+    buf: Vec<u8>,
+    block: u32,
+    first: u32,
+    pages: u32,
+    /// The first item of each page written, and its block.
+    heads: Vec<(Vec<u8>, u32)>,
+    keep_heads: bool,
+}
+
+impl Chain {
+    fn new(role: Role, item: usize, keep_heads: bool) -> Chain {
+        Chain {
+            role,
+            item,
+            buf: Vec::with_capacity(page::CONTENTS),
+            block: NO_BLOCK,
+            first: NO_BLOCK,
+            pages: 0,
+            heads: Vec::new(),
+            keep_heads,
+        }
+    }
+
+    fn push(&mut self, out: &mut PageWriter, item: &[u8]) {
+        if self.buf.len() + self.item > page::CONTENTS {
+            let next = out.allocate();
+            out.write(self.block, self.role, next, &self.buf);
+            self.buf.clear();
+            self.block = next;
+            self.pages += 1;
+        }
+        if self.block == NO_BLOCK {
+            self.block = out.allocate();
+            self.first = self.block;
+            self.pages = 1;
+        }
+        if self.buf.is_empty() && self.keep_heads {
+            self.heads.push((item.to_vec(), self.block));
+        }
+        self.buf.extend_from_slice(item);
+    }
+
+    /// Writes the last page; returns (first block, pages, heads).
+    fn finish(mut self, out: &mut PageWriter) -> (u32, u32, Vec<(Vec<u8>, u32)>) {
+        if self.block != NO_BLOCK {
+            out.write(self.block, self.role, NO_BLOCK, &self.buf);
+        }
+        (self.first, self.pages, std::mem::take(&mut self.heads))
+    }
+}
+
+/// Writes one permuted table from its entries in key order.
+pub struct TreeWriter {
+    owner: u32,
+    table: u16,
+    leaves: Chain,
+}
+
+impl TreeWriter {
+    pub fn new(owner: u32, table: u16) -> TreeWriter {
+        let role = Role {
+            kind: Kind::Table,
+            owner,
+            table,
+            level: 0,
+        };
+        TreeWriter {
+            owner,
+            table,
+            leaves: Chain::new(role, ENTRY_SIZE, true),
+        }
+    }
+
+    pub fn push(&mut self, out: &mut PageWriter, key: u64, tid: Tid) {
+        let mut bytes = [0u8; ENTRY_SIZE];
+        Entry { key, tid }.write(&mut bytes);
+        self.leaves.push(out, &bytes);
+    }
+
+    /// Writes the last leaf and the directory above the leaves.
+    pub fn finish(self, out: &mut PageWriter) -> Tree {
+        let (first_leaf, leaves, heads) = self.leaves.finish(out);
+        if leaves == 0 {
+            return Tree {
+                root: NO_BLOCK,
+                first_leaf: NO_BLOCK,
+                leaves: 0,
+            };
+        }
+        // (first key, block) of each node of the level below.
+        let mut level: Vec<(u64, u32)> = heads
+            .into_iter()
+            .map(|(item, block)| (Entry::read(&item).key, block))
+            .collect();
+        let mut depth = 1u16;
+        loop {
+            let role = Role {
+                kind: Kind::Directory,
+                owner: self.owner,
+                table: self.table,
+                level: depth,
+            };
+            let mut above = Vec::with_capacity(level.len() / CHILDREN_PER_PAGE + 1);
+            let mut buf = vec![0u8; CHILDREN_PER_PAGE * CHILD_SIZE];
+            for chunk in level.chunks(CHILDREN_PER_PAGE) {
+                for (i, &(key, child)) in chunk.iter().enumerate() {
+                    write_child(&mut buf[i * CHILD_SIZE..], key, child);
+                }
+                let block = out.allocate();
+                out.write(block, role, NO_BLOCK, &buf[..chunk.len() * CHILD_SIZE]);
+                above.push((chunk[0].0, block));
+            }
+            if above.len() == 1 {
+                return Tree {
+                    root: above[0].1,
+                    first_leaf,
+                    leaves,
+                };
+            }
+            level = above;
+            depth += 1;
+        }
+    }
+}
+
+/// Writes the rows whose fingerprint is NULL as a chain of pending pages owned by `owner`;
+/// returns its first block and pages.
+pub fn write_nulls(out: &mut PageWriter, owner: u32, nulls: &[Tid]) -> (u32, u32) {
+    let mut chain = Chain::new(Role::new(Kind::Pending, owner), ENTRY_SIZE, false);
+    let mut bytes = [0u8; ENTRY_SIZE];
+    for &tid in nulls {
+        Entry::null_row(tid).write(&mut bytes);
+        chain.push(out, &bytes);
+    }
+    let (first, pages, _) = chain.finish(out);
+    (first, pages)
+}
+
+/// Writes a run: table `t` of `layout` from `sorted(t, emit)`, which emits its (permuted
+/// key, TID) in order, and the NULL rows.
+pub fn write_run(
+    out: &mut PageWriter,
+    id: u32,
+    layout: &Layout,
+    rows: u64,
+    nulls: &[Tid],
+    mut sorted: impl FnMut(usize, &mut dyn FnMut(u64, Tid)),
+) -> Run {
+    let tables = (0..layout.tables().len())
+        .map(|t| {
+            let mut tree = TreeWriter::new(id, t as u16);
+            sorted(t, &mut |key, tid| tree.push(out, key, tid));
+            tree.finish(out)
+        })
+        .collect();
+    let (nulls_head, nulls_pages) = write_nulls(out, id, nulls);
+    Run {
+        id,
+        blocks: layout.blocks(),
+        rows,
+        nulls_head,
+        nulls_pages,
+        tables,
+    }
+}
+
+/// The leaf where the entries of `tree` with keys at least `key` begin (or the one before),
+/// reading directory pages through `node` (which may answer from a cache).
+pub fn descend(
+    tree: &Tree,
+    key: u64,
+    mut node: impl FnMut(u32, &mut dyn FnMut(&[u8], u16)),
+) -> Option<u32> {
+    let mut block = tree.root;
+    if block == NO_BLOCK {
+        return None;
+    }
+    loop {
+        let (mut child, mut level) = (None, 0);
+        node(block, &mut |contents, lvl| {
+            child = child_for(contents, key);
+            level = lvl;
+        });
+        block = child?;
+        if level == 1 {
+            return Some(block);
+        }
+    }
+}
+
+/// Calls `leaf` with the contents of each leaf of `tree` from `start` on, in key order,
+/// until it returns false.
+pub fn walk_leaves(
+    index: pg_sys::Relation,
+    owner: u32,
+    start: u32,
+    mut leaf: impl FnMut(&[u8]) -> bool,
+) {
+    let mut block = start;
+    while block != NO_BLOCK {
+        pgrx::check_for_interrupts!();
+        let locked = page::read_owned(index, block, Kind::Table, owner);
+        // SAFETY: a locked leaf; its link is read under the same lock.
+        unsafe {
+            if !leaf(page::contents(locked.page())) {
+                return;
+            }
+            block = page::next(locked.page());
+        }
+    }
+}
+
+/// Calls `emit` with every entry of `tree`, in key order.
+pub fn for_each_entry(
+    index: pg_sys::Relation,
+    owner: u32,
+    tree: &Tree,
+    mut emit: impl FnMut(Entry),
+) {
+    walk_leaves(index, owner, tree.first_leaf, |contents| {
+        entries(contents).for_each(&mut emit);
+        true
+    });
+}
+
+/// Calls `emit` with every entry of a chain of pending pages owned by `owner`.
+pub fn for_each_pending(
+    index: pg_sys::Relation,
+    owner: u32,
+    head: u32,
+    mut emit: impl FnMut(Entry),
+) {
+    let mut block = head;
+    while block != NO_BLOCK {
+        pgrx::check_for_interrupts!();
+        let locked = page::read_owned(index, block, Kind::Pending, owner);
+        // SAFETY: a locked pending page; its link is read under the same lock.
+        unsafe {
+            entries(page::contents(locked.page())).for_each(&mut emit);
+            block = page::next(locked.page());
+        }
+    }
+}
+
+/// Every block of a run: its directories, leaves and NULL rows.
+pub fn run_blocks(index: pg_sys::Relation, run: &Run) -> Vec<u32> {
+    let mut blocks = Vec::new();
+    for tree in &run.tables {
+        let mut stack: Vec<u32> = (tree.root != NO_BLOCK)
+            .then_some(tree.root)
+            .into_iter()
+            .collect();
+        while let Some(block) = stack.pop() {
+            pgrx::check_for_interrupts!();
+            blocks.push(block);
+            let locked = page::read_owned(index, block, Kind::Directory, run.id);
+            // SAFETY: a locked directory page.
+            unsafe {
+                let kids = children(page::contents(locked.page())).map(|(_, c)| c);
+                if page::level(locked.page()) == 1 {
+                    blocks.extend(kids);
+                } else {
+                    stack.extend(kids);
+                }
+            }
+        }
+    }
+    blocks.extend(chain_blocks(index, Kind::Pending, run.id, run.nulls_head));
+    blocks
+}
+
+/// The blocks of a chain of leaves or pending pages, from `head` on.
+pub fn chain_blocks(index: pg_sys::Relation, kind: Kind, owner: u32, head: u32) -> Vec<u32> {
+    let mut blocks = Vec::new();
+    let mut block = head;
+    while block != NO_BLOCK {
+        pgrx::check_for_interrupts!();
+        blocks.push(block);
+        let locked = page::read_owned(index, block, kind, owner);
+        // SAFETY: a locked pending page.
+        block = unsafe { page::next(locked.page()) };
+    }
+    blocks
+}
