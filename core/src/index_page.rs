@@ -23,12 +23,13 @@
 //!  | magic | version | max_distance | next_id | pending List  | sealed List   |
 //!  |  u32  |   u32   |     u32      |   u32   | 16 bytes      | 16 bytes      |
 //!  +-------+---------+--------------+---------+---------------+---------------+
-//!  | merging u32 | spare u32 | runs u32 | garbage u32 | block u32 × spare |
-//!  +-------------+-----------+----------+-------------+-------------------+
-//!  | Run × runs | Garbage × garbage |
-//!  +------------+-------------------+
-//!  merging: the id of the run being written (0 when none); spare: free pages set aside
-//!  for the pending list, so that inserts reuse space without searching the free space map
+//!  | merging u32 | inputs u32 | spare u32 | runs u32 | garbage u32 |
+//!  +-------------+------------+-----------+----------+-------------+
+//!  | id u32 × inputs | block u32 × spare | Run × runs | Garbage × garbage |
+//!  +-----------------+-------------------+------------+-------------------+
+//!  merging: the id of the run being written (0 when none) and inputs, the runs it merges
+//!  table by table (see `merge`); spare: free pages set aside for the pending list, so
+//!  that inserts reuse space without searching the free space map
 //!  List:    id u32 | head u32 | tail u32 | pages u32      (id 0: no list)
 //!  Run:     id u32 | blocks u32 | rows u64 | nulls head u32 | nulls pages u32 |
 //!           tables u32 | Tree × tables
@@ -281,6 +282,10 @@ pub struct Meta {
     pub sealed: List,
     /// The id of the run a merge is writing (0 when none): its pages are not free.
     pub merging: u32,
+    /// The runs that merge is merging table by table: while it runs, the tables it has
+    /// written are in the new run and no longer in these (a lookup probes each table of
+    /// each row once either way).
+    pub merge_inputs: Vec<u32>,
     /// Free pages set aside for the pending list.
     pub spare: Vec<u32>,
     /// Largest first.
@@ -300,6 +305,7 @@ impl Meta {
             pending: List::empty(1),
             sealed: List::empty(0),
             merging: 0,
+            merge_inputs: Vec::new(),
             spare: Vec::new(),
             runs: Vec::new(),
             garbage: Vec::new(),
@@ -323,26 +329,34 @@ impl Meta {
         self.pending.pages + self.sealed.pages
     }
 
-    /// Ids whose pages are in use: the runs, the lists and the garbage. Any other page is
-    /// free.
-    pub fn live_ids(&self) -> Vec<u32> {
-        let mut ids: Vec<u32> = self.runs.iter().map(|r| r.id).collect();
-        ids.push(self.pending.id);
-        if self.sealed.id != 0 {
-            ids.push(self.sealed.id);
-        }
-        if self.merging != 0 {
-            ids.push(self.merging);
-        }
-        ids.extend(self.garbage.iter().map(|g| g.dead.id()));
-        ids.sort_unstable();
-        ids
+    /// Whether a page owned by `owner` is in use: it belongs to a pending list, to the run
+    /// being written, or to a run or garbage that still has the page's table (`Some(t)` for
+    /// a leaf or directory page) or NULL rows (`None` for a pending page). Anything else is
+    /// free, whatever the free space map says.
+    pub fn in_use(&self, owner: u32, table: Option<u16>) -> bool {
+        let run_has = |r: &Run| match table {
+            Some(t) => r
+                .tables
+                .get(t as usize)
+                .is_some_and(|tree| tree.root != NO_BLOCK),
+            None => r.nulls_head != NO_BLOCK,
+        };
+        owner == self.pending.id
+            || (owner == self.sealed.id && owner != 0)
+            || (owner == self.merging && owner != 0)
+            || self.runs.iter().any(|r| r.id == owner && run_has(r))
+            || self.garbage.iter().any(|g| match &g.dead {
+                Dead::Run(r) => r.id == owner && run_has(r),
+                Dead::List(l) => l.id == owner,
+            })
     }
 
     pub fn encoded_len(&self) -> usize {
         let run_len = |r: &Run| 28 + 12 * r.tables.len();
         16 + 32
             + 16
+            + 4
+            + 4 * self.merge_inputs.len()
             + 4 * self.spare.len()
             + self.runs.iter().map(run_len).sum::<usize>()
             + self
@@ -365,10 +379,11 @@ impl Meta {
         w.list(&self.pending);
         w.list(&self.sealed);
         w.u32(self.merging);
+        w.u32(self.merge_inputs.len() as u32);
         w.u32(self.spare.len() as u32);
         w.u32(self.runs.len() as u32);
         w.u32(self.garbage.len() as u32);
-        for &b in &self.spare {
+        for &b in self.merge_inputs.iter().chain(&self.spare) {
             w.u32(b);
         }
         for r in &self.runs {
@@ -427,11 +442,12 @@ impl Meta {
         Meta::check_header(r.u32()?, r.u32()?)?;
         let (max_distance, next_id) = (r.u32()?, r.u32()?);
         let (pending, sealed) = (r.list()?, r.list()?);
-        let (merging, spare) = (r.u32()?, r.u32()?);
+        let (merging, inputs, spare) = (r.u32()?, r.u32()?, r.u32()?);
         let (runs, garbage) = (r.u32()?, r.u32()?);
-        if spare as usize > PAGE_CONTENTS / 4 {
-            return Err(MetaError(format!("{spare} spare pages")));
+        if inputs as usize + spare as usize > PAGE_CONTENTS / 4 {
+            return Err(MetaError(format!("{inputs} inputs, {spare} spare pages")));
         }
+        let merge_inputs = (0..inputs).map(|_| r.u32()).collect::<Result<_, _>>()?;
         let spare = (0..spare).map(|_| r.u32()).collect::<Result<_, _>>()?;
         let runs = (0..runs).map(|_| r.run()).collect::<Result<_, _>>()?;
         let garbage = (0..garbage)
@@ -451,6 +467,7 @@ impl Meta {
             pending,
             sealed,
             merging,
+            merge_inputs,
             spare,
             runs,
             garbage,
@@ -612,6 +629,7 @@ mod tests {
         };
         m.sealed = List::empty(11);
         m.merging = 13;
+        m.merge_inputs = vec![7, 9];
         m.spare = vec![70, 71, 90];
         m.garbage = vec![
             Garbage {
@@ -634,10 +652,38 @@ mod tests {
         };
         Meta::write_pending(&moved, &mut buf);
         assert_eq!(Meta::read(&buf).unwrap().pending, moved);
-        assert_eq!(m.live_ids(), vec![3, 5, 7, 9, 11, 12, 13]);
         assert_eq!(m.run_rows(), 16_000);
         assert!(Meta::read(&[0u8; 64]).is_err());
         assert!(Meta::read(&buf[..30]).is_err());
+    }
+
+    #[test]
+    fn pages_of_retired_tables_are_free() {
+        let tree = |root| Tree {
+            root,
+            first_leaf: root,
+            leaves: 1,
+        };
+        let mut m = Meta::new(3);
+        m.runs = vec![Run {
+            id: 5,
+            blocks: 4,
+            rows: 10,
+            nulls_head: NO_BLOCK,
+            nulls_pages: 0,
+            tables: vec![Tree::EMPTY, tree(8), tree(9), tree(10)],
+        }];
+        m.garbage = vec![Garbage {
+            since: 1,
+            dead: Dead::List(List::empty(6)),
+        }];
+        m.merging = 7;
+        assert!(!m.in_use(5, Some(0)), "table 0 retired");
+        assert!(m.in_use(5, Some(1)));
+        assert!(!m.in_use(5, None), "no NULL rows");
+        assert!(m.in_use(1, None), "the pending list");
+        assert!(m.in_use(6, None) && m.in_use(7, Some(2)));
+        assert!(!m.in_use(0, None) && !m.in_use(4, Some(1)));
     }
 
     #[test]

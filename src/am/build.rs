@@ -207,6 +207,14 @@ fn write(
         "a new index starts empty"
     );
     drop(metapage);
+    let interlock = Locked::extend(index, fork);
+    assert_eq!(interlock.block(), page::INTERLOCK_BLOCK);
+    // SAFETY: block 1, new and exclusively locked; logged with the rest.
+    unsafe {
+        page::init(interlock.page(), Role::new(Kind::Interlock, 0));
+        pg_sys::MarkBufferDirty(interlock.buffer);
+    }
+    drop(interlock);
     let mut meta = Meta::new(layout.max_distance);
     let id = meta.take_id();
     let mut out = PageWriter::for_build(index, fork);

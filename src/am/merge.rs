@@ -27,7 +27,7 @@ use super::options;
 use super::page::{self, Kind, META_BLOCK};
 use super::run::{self, PageWriter};
 use super::spool::Spool;
-use neardup_core::index_page::{Dead, Entry, Garbage, List, Meta, Run, Tid, Tree};
+use neardup_core::index_page::{Dead, Entry, Garbage, List, Meta, Run, Tid, Tree, NO_BLOCK};
 use neardup_core::merge_policy::merge_from;
 use neardup_core::permuted::Layout;
 use pgrx::pg_sys;
@@ -69,11 +69,21 @@ impl Drop for MergeLock {
 pub fn flush_and_merge(index: pg_sys::Relation) {
     let m = meta::read(index);
     if m.merging != 0 {
-        // Left by a merge an ERROR interrupted (we hold the merge lock: none is running);
-        // its pages are nobody's now, and VACUUM's sweep frees them.
-        meta::update(index, |m| m.merging = 0);
+        if m.runs.iter().any(|r| r.id == m.merging) {
+            // A merge table by table that an ERROR or a crash interrupted after it
+            // published a table: finish it.
+            continue_by_table(index, m.merging);
+        } else {
+            // Interrupted before it published anything: its pages are nobody's now, and
+            // VACUUM's sweep frees them.
+            meta::update(index, |m| {
+                m.merging = 0;
+                m.merge_inputs.clear();
+            });
+        }
     }
     recycle(index);
+    let m = meta::read(index);
     if m.sealed.id == 0 && m.pending.pages > 0 {
         meta::update(index, |m| {
             m.sealed = m.pending;
@@ -99,22 +109,41 @@ fn merge_while_needed(index: pg_sys::Relation) {
         }
         sizes.sort_by_key(|s| std::cmp::Reverse(s.0));
         let counts: Vec<u64> = sizes.iter().map(|s| s.0).collect();
-        let chosen: Vec<Option<usize>> = match (merge_from(&counts), &sealed) {
-            (Some(from), _) => sizes[from..].iter().map(|s| s.1).collect(),
-            (None, Some(_)) => vec![None],
+        let chosen: Vec<(u64, Option<usize>)> = match (merge_from(&counts), &sealed) {
+            (Some(from), _) => sizes[from..].to_vec(),
+            (None, Some(s)) => vec![(s.rows.len() as u64, None)],
             (None, None) => return,
         };
         let inputs: Vec<Run> = chosen
             .iter()
-            .flatten()
-            .map(|&i| m.runs[i].clone())
+            .filter_map(|c| c.1)
+            .map(|i| m.runs[i].clone())
             .collect();
-        let sealed = if chosen.contains(&None) { sealed } else { None };
-        if !merge(index, &m, inputs, sealed) {
+        let with_sealed = chosen.iter().any(|c| c.1.is_none());
+        let rows: u64 = chosen.iter().map(|c| c.0).sum();
+        let done = if with_sealed && (inputs.is_empty() || rows <= SMALL_MERGE) {
+            merge(index, &m, inputs, sealed)
+        } else if with_sealed {
+            // A large merge goes table by table, without the sealed list: write that alone.
+            merge(index, &m, Vec::new(), sealed)
+        } else {
+            let layout = choose_layout(index, rows);
+            if inputs.iter().all(|r| r.blocks == layout.blocks()) {
+                merge_by_table(index, &m, &inputs)
+            } else {
+                merge(index, &m, inputs, None)
+            }
+        };
+        if !done {
             return;
         }
     }
 }
+
+/// Merges up to this many rows write the new run whole, with the sealed list; larger ones go
+/// table by table (`merge_by_table`), so that the index needs room for one more table, not
+/// one more run.
+const SMALL_MERGE: u64 = 65536;
 
 /// The rows of a pending list: fingerprints, and the TIDs of NULL ones.
 struct ListRows {
@@ -172,6 +201,7 @@ fn merge(index: pg_sys::Relation, m: &Meta, inputs: Vec<Run>, sealed: Option<Lis
     let current = meta::update(index, |m| {
         id = m.take_id();
         m.merging = id;
+        m.merge_inputs.clear();
     });
     let mut out = PageWriter::for_merge(index, &current);
 
@@ -209,7 +239,9 @@ fn merge(index: pg_sys::Relation, m: &Meta, inputs: Vec<Run>, sealed: Option<Lis
     meta::update(index, |m| {
         m.merging = 0;
         m.runs.retain(|r| !inputs.iter().any(|i| i.id == r.id));
-        m.runs.push(new_run);
+        if new_run.rows > 0 || new_run.nulls_pages > 0 {
+            m.runs.push(new_run);
+        }
         m.runs.sort_by_key(|r| std::cmp::Reverse(r.rows));
         m.garbage.extend(inputs.iter().map(|r| Garbage {
             since,
@@ -223,7 +255,131 @@ fn merge(index: pg_sys::Relation, m: &Meta, inputs: Vec<Run>, sealed: Option<Lis
             });
         }
     });
+    recycle_now(index);
     true
+}
+
+/// Merges runs of one layout table by table: each table of the new run is a streaming merge
+/// of the inputs' same table (already sorted: no sort, a page per input in memory), and is
+/// published as soon as it is written, the inputs' copies of it becoming garbage. Lookups
+/// stay exact in between: each table of each row is in exactly one run, and a lookup
+/// reports a row only from its owner table. When no scan holds the metapage, the garbage is
+/// reused at once by the next table, so the index needs room for one more table, not one
+/// more run.
+fn merge_by_table(index: pg_sys::Relation, m: &Meta, inputs: &[Run]) -> bool {
+    let mut after = m.clone();
+    after.merge_inputs = inputs.iter().map(|r| r.id).collect();
+    after.runs.push(Run {
+        tables: vec![Tree::EMPTY; inputs[0].tables.len()],
+        ..inputs[0].clone()
+    });
+    // Garbage for one table of each input.
+    after.garbage.extend(inputs.iter().map(|r| Garbage {
+        since: 0,
+        dead: Dead::Run(r.clone()),
+    }));
+    if !meta::fits(&after) {
+        return false;
+    }
+    let mut id = 0;
+    meta::update(index, |m| {
+        id = m.take_id();
+        m.merging = id;
+        m.merge_inputs = inputs.iter().map(|r| r.id).collect();
+    });
+    continue_by_table(index, id)
+}
+
+/// Writes and publishes the tables the merge `id` (recorded in the metapage) has not
+/// written yet; false if the metapage has no room to go on (the merge resumes later).
+fn continue_by_table(index: pg_sys::Relation, id: u32) -> bool {
+    loop {
+        let m = meta::read(index);
+        let inputs: Vec<&Run> = m
+            .runs
+            .iter()
+            .filter(|r| m.merge_inputs.contains(&r.id))
+            .collect();
+        let tables = inputs.first().map_or(0, |r| r.tables.len());
+        let next = (0..tables).find(|&t| inputs.iter().any(|r| r.tables[t] != Tree::EMPTY));
+        let started = m.runs.iter().any(|r| r.id == id);
+        let Some(t) = next.filter(|_| !inputs.is_empty()) else {
+            meta::update(index, |m| {
+                let inputs = std::mem::take(&mut m.merge_inputs);
+                m.runs.retain(|r| !inputs.contains(&r.id));
+                m.merging = 0;
+            });
+            return true;
+        };
+        let mut after = m.clone();
+        after.garbage.extend(inputs.iter().map(|r| Garbage {
+            since: 0,
+            dead: Dead::Run((*r).clone()),
+        }));
+        if !meta::fits(&after) {
+            return false;
+        }
+        let mut out = PageWriter::for_merge(index, &m);
+        let mut tree = run::TreeWriter::new(id, t as u16);
+        run::merge_sorted(index, &inputs, t, |key, tid| tree.push(&mut out, key, tid));
+        let tree = tree.finish(&mut out);
+        let nulls = (!started).then(|| {
+            let mut nulls = Vec::new();
+            for r in &inputs {
+                run::for_each_pending(index, r.id, r.nulls_head, |e| nulls.push(e.heap_tid()));
+            }
+            run::write_nulls(&mut out, id, &nulls)
+        });
+        // SAFETY: reading the transaction counter is always allowed.
+        let since = unsafe { pg_sys::ReadNextFullTransactionId() }.value;
+        meta::update(index, |m| {
+            let merging = m.merge_inputs.clone();
+            let mut rows = 0;
+            for r in m.runs.iter_mut().filter(|r| merging.contains(&r.id)) {
+                let mut retired = Run {
+                    rows: 0,
+                    nulls_head: NO_BLOCK,
+                    nulls_pages: 0,
+                    tables: vec![Tree::EMPTY; r.tables.len()],
+                    ..r.clone()
+                };
+                std::mem::swap(&mut retired.tables[t], &mut r.tables[t]);
+                if nulls.is_some() {
+                    // The rows (and NULL rows) move to the new run with its first table.
+                    rows += r.rows;
+                    r.rows = 0;
+                    retired.nulls_head = std::mem::replace(&mut r.nulls_head, NO_BLOCK);
+                    retired.nulls_pages = std::mem::take(&mut r.nulls_pages);
+                }
+                if retired.tables[t] != Tree::EMPTY || retired.nulls_head != NO_BLOCK {
+                    m.garbage.push(Garbage {
+                        since,
+                        dead: Dead::Run(retired),
+                    });
+                }
+            }
+            if let Some((nulls_head, nulls_pages)) = nulls {
+                let blocks = m
+                    .runs
+                    .iter()
+                    .find(|r| merging.contains(&r.id))
+                    .map_or(0, |r| r.blocks);
+                m.runs.push(Run {
+                    id,
+                    blocks,
+                    rows,
+                    nulls_head,
+                    nulls_pages,
+                    tables: vec![Tree::EMPTY; tables],
+                });
+            }
+            if let Some(r) = m.runs.iter_mut().find(|r| r.id == id) {
+                r.tables[t] = tree;
+            }
+            m.runs.sort_by_key(|r| std::cmp::Reverse(r.rows));
+        });
+        recycle_now(index);
+    }
 }
 
 /// Table `t` of `layout` over the inputs, sorted. Inputs with the same layout give their
@@ -296,7 +452,35 @@ pub fn recycle(index: pg_sys::Relation) {
     if ready.is_empty() {
         return;
     }
-    for g in &ready {
+    let ready: Vec<Garbage> = ready.into_iter().cloned().collect();
+    meta::update(index, |m| m.garbage.retain(|g| !ready.contains(g)));
+    free_pages(index, &ready);
+}
+
+/// Recycles every piece of garbage at once when no scan can be reading any: every scan
+/// pins the interlock page before it reads the metapage and until it ends, so a cleanup lock
+/// on that page (no pin but ours) means that no scan holds an older copy of the metapage,
+/// and scans that start meanwhile read the metapage without the garbage.
+fn recycle_now(index: pg_sys::Relation) {
+    let buffer = page::pin_interlock(index);
+    // SAFETY: our pin on the interlock page; the cleanup lock is only tried.
+    if !unsafe { pg_sys::ConditionalLockBufferForCleanup(buffer) } {
+        unsafe { pg_sys::ReleaseBuffer(buffer) };
+        return;
+    }
+    let interlock = page::Locked { buffer };
+    let mut garbage = Vec::new();
+    meta::update(index, |m| garbage = std::mem::take(&mut m.garbage));
+    drop(interlock);
+    free_pages(index, &garbage);
+}
+
+/// Gives the pages of garbage already dropped from the metapage to the free space map.
+/// (Dropped first: a crash in between leaves pages nothing owns, which VACUUM's sweep
+/// frees; the other order could leave pages in the map that the metapage still counts as
+/// garbage.)
+fn free_pages(index: pg_sys::Relation, garbage: &[Garbage]) {
+    for g in garbage {
         let blocks = match &g.dead {
             Dead::Run(r) => run::run_blocks(index, r),
             Dead::List(l) => run::chain_blocks(index, Kind::Pending, l.id, l.head),
@@ -306,10 +490,6 @@ pub fn recycle(index: pg_sys::Relation) {
             unsafe { pg_sys::RecordFreeIndexPage(index, b) };
         }
     }
-    let gone: Vec<u32> = ready.iter().map(|g| g.dead.id()).collect();
-    meta::update(index, |m| {
-        m.garbage.retain(|g| !gone.contains(&g.dead.id()))
-    });
     // SAFETY: the index is open.
     unsafe { pg_sys::IndexFreeSpaceMapVacuum(index) };
 }
@@ -337,13 +517,12 @@ const MAX_SPARE: usize = 256;
 /// extension lock until the page they add is locked, so a new page is waited for.
 pub fn sweep(index: pg_sys::Relation) -> u32 {
     let m = meta::read(index);
-    let live = m.live_ids();
     let main = pg_sys::ForkNumber::MAIN_FORKNUM;
     // SAFETY: the index is open.
     let blocks = unsafe { pg_sys::RelationGetNumberOfBlocksInFork(index, main) };
     let mut freed = 0;
     // Spare pages are free but set aside; one an inserter takes meanwhile gets a live owner.
-    for block in (1..blocks).filter(|b| !m.spare.contains(b)) {
+    for block in (page::INTERLOCK_BLOCK + 1..blocks).filter(|b| !m.spare.contains(b)) {
         // SAFETY: may sleep and checks for interrupts; no lock of ours is held here.
         unsafe { pg_sys::vacuum_delay_point() };
         let free = |_: ()| {
@@ -353,7 +532,8 @@ pub fn sweep(index: pg_sys::Relation) -> u32 {
                 if page::is_new(locked.page()) {
                     None
                 } else {
-                    Some(live.binary_search(&page::owner(locked.page())).is_err())
+                    let (owner, table) = page::usage(locked.page());
+                    Some(!m.in_use(owner, table))
                 }
             }
         };

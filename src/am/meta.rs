@@ -26,7 +26,23 @@ pub unsafe fn decode(page: pg_sys::Page) -> Meta {
         if page::kind(page) != Kind::Meta {
             pgrx::error!("hamming index block 0 is not a metapage");
         }
-        Meta::read(page::contents(page)).unwrap_or_else(|e| pgrx::error!("{}", e.0))
+        let contents = page::contents(page);
+        let version = contents
+            .get(4..8)
+            .map(|v| u32::from_le_bytes(v.try_into().expect("4 bytes")));
+        if version.is_some_and(|v| v != neardup_core::index_page::VERSION) {
+            pgrx::ereport!(
+                ERROR,
+                pgrx::PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!(
+                    "hamming index has format {}, this build of neardup reads format {}",
+                    version.unwrap_or(0),
+                    neardup_core::index_page::VERSION
+                ),
+                "REINDEX the index (ALTER EXTENSION neardup UPDATE rebuilds every hamming index)."
+            );
+        }
+        Meta::read(contents).unwrap_or_else(|e| pgrx::error!("{}", e.0))
     }
 }
 

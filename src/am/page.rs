@@ -17,6 +17,11 @@ use pgrx::pg_sys;
 use std::mem::size_of;
 
 pub const META_BLOCK: pg_sys::BlockNumber = 0;
+/// A page with no contents that every scan keeps pinned from before it reads the metapage
+/// to its end: a merge that gets a cleanup lock on it knows that no scan holds an older copy
+/// of the metapage, and may reuse the pages that copy named at once (see `merge`). Inserts
+/// never touch it, so they do not stand in the way.
+pub const INTERLOCK_BLOCK: pg_sys::BlockNumber = 1;
 /// Identifies our pages to tools such as pg_filedump (contrib/bloom uses 0xFF83).
 const PAGE_ID: u16 = 0xFF8B;
 
@@ -27,6 +32,7 @@ pub enum Kind {
     Table = 2,
     Pending = 3,
     Directory = 4,
+    Interlock = 5,
 }
 
 #[repr(C)]
@@ -94,6 +100,16 @@ pub unsafe fn owner(page: pg_sys::Page) -> u32 {
     unsafe { (*tail_ptr(page)).owner }
 }
 
+/// Whose the page is, for `Meta::in_use`: its owner, and its table for a leaf or directory
+/// page (`None` for a pending page, and the metapage).
+pub unsafe fn usage(page: pg_sys::Page) -> (u32, Option<u16>) {
+    unsafe {
+        let tail = tail_ptr(page);
+        let table = matches!(kind(page), Kind::Table | Kind::Directory).then_some((*tail).table);
+        ((*tail).owner, table)
+    }
+}
+
 pub unsafe fn level(page: pg_sys::Page) -> u16 {
     unsafe { (*tail_ptr(page)).level }
 }
@@ -121,6 +137,7 @@ pub unsafe fn kind(page: pg_sys::Page) -> Kind {
             2 => Kind::Table,
             3 => Kind::Pending,
             4 => Kind::Directory,
+            5 => Kind::Interlock,
             other => pgrx::error!("hamming index page has unknown kind {other}"),
         }
     }
@@ -289,4 +306,19 @@ pub fn read_owned(index: pg_sys::Relation, block: u32, kind: Kind, owner: u32) -
         );
     }
     locked
+}
+
+/// Pins the interlock page (see `INTERLOCK_BLOCK`); the caller releases the pin with
+/// `ReleaseBuffer`.
+pub fn pin_interlock(index: pg_sys::Relation) -> pg_sys::Buffer {
+    // SAFETY: block 1 of an open index of ours, only pinned.
+    unsafe {
+        pg_sys::ReadBufferExtended(
+            index,
+            pg_sys::ForkNumber::MAIN_FORKNUM,
+            INTERLOCK_BLOCK,
+            pg_sys::ReadBufferMode::RBM_NORMAL,
+            std::ptr::null_mut(),
+        )
+    }
 }

@@ -23,11 +23,10 @@ pub struct PageWriter {
     merge: Option<InUse>,
 }
 
-/// What makes a page not free: an owner among the live ids (the metapage's, the run being
-/// written included), or a place among the spare pages.
+/// The metapage as the merge began: what makes a page not free (`Meta::in_use`, and the
+/// spare pages).
 struct InUse {
-    live: Vec<u32>,
-    spare: Vec<u32>,
+    meta: Meta,
 }
 
 impl PageWriter {
@@ -44,10 +43,7 @@ impl PageWriter {
         PageWriter {
             index,
             fork: pg_sys::ForkNumber::MAIN_FORKNUM,
-            merge: Some(InUse {
-                live: meta.live_ids(),
-                spare: meta.spare.clone(),
-            }),
+            merge: Some(InUse { meta: meta.clone() }),
         }
     }
 
@@ -60,19 +56,18 @@ impl PageWriter {
             if block == pg_sys::InvalidBlockNumber {
                 return None;
             }
-            if block == page::META_BLOCK || in_use.spare.contains(&block) {
+            if block <= page::INTERLOCK_BLOCK || in_use.meta.spare.contains(&block) {
                 continue;
             }
             // The FSM is not crash-safe: a page it lists may have been reused before a crash.
-            // Only a page no live id owns is free.
+            // Only a page the metapage does not count as in use is free.
             let locked = Locked::read(self.index, self.fork, block, pg_sys::BUFFER_LOCK_SHARE);
             // SAFETY: a locked page of the index.
             let free = unsafe {
-                page::is_new(locked.page())
-                    || in_use
-                        .live
-                        .binary_search(&page::owner(locked.page()))
-                        .is_err()
+                page::is_new(locked.page()) || {
+                    let (owner, table) = page::usage(locked.page());
+                    !in_use.meta.in_use(owner, table)
+                }
             };
             if free {
                 return Some(block);
@@ -399,4 +394,66 @@ pub fn chain_blocks(index: pg_sys::Relation, kind: Kind, owner: u32, head: u32) 
         block = unsafe { page::next(locked.page()) };
     }
     blocks
+}
+
+/// Calls `emit` with the entries of table `t` of every input run in key order: a merge of
+/// the sorted leaf chains, holding one page of each in memory (and no buffer lock).
+pub fn merge_sorted(
+    index: pg_sys::Relation,
+    inputs: &[&Run],
+    t: usize,
+    mut emit: impl FnMut(u64, Tid),
+) {
+    struct Cursor {
+        owner: u32,
+        next: u32,
+        page: Vec<Entry>,
+        at: usize,
+    }
+    impl Cursor {
+        /// The current entry, reading the next leaf when this one is done.
+        fn peek(&mut self, index: pg_sys::Relation) -> Option<Entry> {
+            while self.at == self.page.len() {
+                if self.next == NO_BLOCK {
+                    return None;
+                }
+                let locked = page::read_owned(index, self.next, Kind::Table, self.owner);
+                // SAFETY: a locked leaf; its link is read under the same lock.
+                unsafe {
+                    self.page = entries(page::contents(locked.page())).collect();
+                    self.next = page::next(locked.page());
+                }
+                self.at = 0;
+            }
+            Some(self.page[self.at])
+        }
+    }
+    let mut cursors: Vec<Cursor> = inputs
+        .iter()
+        .map(|r| Cursor {
+            owner: r.id,
+            next: r.tables[t].first_leaf,
+            page: Vec::new(),
+            at: 0,
+        })
+        .collect();
+    let mut heads = std::collections::BinaryHeap::new();
+    for (i, c) in cursors.iter_mut().enumerate() {
+        if let Some(e) = c.peek(index) {
+            heads.push(std::cmp::Reverse((e.key, e.tid, i)));
+        }
+    }
+    let mut emitted = 0u32;
+    while let Some(std::cmp::Reverse((key, tid, i))) = heads.pop() {
+        emit(key, tid);
+        emitted = emitted.wrapping_add(1);
+        if emitted.is_multiple_of(65536) {
+            pgrx::check_for_interrupts!();
+        }
+        let c = &mut cursors[i];
+        c.at += 1;
+        if let Some(e) = c.peek(index) {
+            heads.push(std::cmp::Reverse((e.key, e.tid, i)));
+        }
+    }
 }

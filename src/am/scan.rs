@@ -195,6 +195,11 @@ fn for_each_row_in(rows: &[Row], mut emit: impl FnMut(Row)) {
 /// - directory pages never change once written (VACUUM only removes leaf entries, so the
 ///   first keys they hold stay lower bounds: a descent cannot skip a match).
 struct ScanCache {
+    /// The interlock page, pinned before the metapage was read and for as long as the scan
+    /// may read what this copy of it names: merges reuse pages at once only when no scan
+    /// pins it (`page::INTERLOCK_BLOCK`). Released by `release` (amendscan, or a non-MVCC
+    /// fetch that reads the metapage anew); after an ERROR, the resource owner releases it.
+    pin: pg_sys::Buffer,
     meta: Meta,
     /// The layout of each run.
     layouts: Vec<Layout>,
@@ -207,12 +212,14 @@ struct ScanCache {
 
 impl ScanCache {
     fn new(index: pg_sys::Relation) -> ScanCache {
+        let pin = page::pin_interlock(index);
         let meta = meta::read(index);
         let layouts = meta.runs.iter().map(|r| meta::layout(&meta, r)).collect();
         let pending_rows = meta.pending_pages() as u64 * page::ENTRIES_PER_PAGE as u64;
         let pending_layout = Layout::for_rows(pending_rows, meta.max_distance)
             .unwrap_or_else(|e| pgrx::error!("hamming index metapage: {}", e.0));
         ScanCache {
+            pin,
             meta,
             layouts,
             pending_layout,
@@ -224,9 +231,20 @@ impl ScanCache {
     /// The cache a fetch uses: the kept one under an MVCC snapshot, else a fresh one.
     fn for_fetch(kept: &mut Option<ScanCache>, index: pg_sys::Relation, mvcc: bool) -> &mut Self {
         if !mvcc {
+            if let Some(old) = kept {
+                old.release();
+            }
             *kept = None;
         }
         kept.get_or_insert_with(|| ScanCache::new(index))
+    }
+
+    fn release(&mut self) {
+        if self.pin != pg_sys::InvalidBuffer as pg_sys::Buffer {
+            // SAFETY: the pin taken in `new`, released once.
+            unsafe { pg_sys::ReleaseBuffer(self.pin) };
+            self.pin = pg_sys::InvalidBuffer as pg_sys::Buffer;
+        }
     }
 }
 
@@ -399,8 +417,16 @@ pub unsafe extern "C-unwind" fn amgetbitmap(
 }
 
 #[pg_guard]
-pub unsafe extern "C-unwind" fn amendscan(_scan: pg_sys::IndexScanDesc) {
-    // The state is freed with the scan's memory context.
+pub unsafe extern "C-unwind" fn amendscan(scan: pg_sys::IndexScanDesc) {
+    // SAFETY: opaque was set by ambeginscan. The state itself is freed with the scan's
+    // memory context; the metapage's pin is released here, not on drop (after an ERROR the
+    // resource owner has released it before the context goes).
+    unsafe {
+        let state = &mut *((*scan).opaque as *mut ScanState);
+        if let Some(cache) = state.cache.as_mut() {
+            cache.release();
+        }
+    }
 }
 
 /// The sort key of a NULL distance: after every real one.

@@ -94,18 +94,16 @@ pub unsafe extern "C-unwind" fn amvacuumcleanup(
             return stats;
         }
         let index = (*info).index;
-        let freed = {
-            let _lock = MergeLock::wait(index);
-            merge::flush_and_merge(index);
-            merge::sweep(index)
-        };
         let had_stats = !stats.is_null();
         let stats = stats_or_new(stats);
+        let _lock = MergeLock::wait(index);
+        merge::flush_and_merge(index);
+        (*stats).pages_free = merge::sweep(index);
         if !had_stats {
+            // Counted under the merge lock: no merge recycles the pages meanwhile.
             (*stats).num_index_tuples = count_rows(index, &meta::read(index)) as f64;
         }
         (*stats).num_pages = blocks(index);
-        (*stats).pages_free = freed;
         stats
     }
 }
