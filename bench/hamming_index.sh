@@ -11,8 +11,9 @@
 #       rows (default 100 k), and on ROWS rows when JOIN_FULL=1 (default when ROWS <= 1 M),
 #       against hamming_pairs and a brute-force nested loop extrapolated from a sample;
 #   (d) hamming_pairs(..., 3) on ROWS rows; its count must equal the join's;
-#   (e) (b) again with 1 % and 10 % more rows inserted after the build (every lookup reads
-#       all of the pending pages), and after a REINDEX that folds them into the tables;
+#   (e) (b) again with 1 % and 10 % more rows inserted after the build (written as runs and
+#       merged as they arrive, the last few thousand pending), and after a REINDEX, which
+#       makes the index one run again;
 #   (f) duplicate clusters: neardup_clusters(..., 3) on ROWS rows end to end, against
 #       hamming_pairs alone, and neardup_components over EDGES random edges (default 10 M).
 # Usage: bench/hamming_index.sh     ROWS=200000 bench/hamming_index.sh
@@ -192,18 +193,18 @@ fi
 row "hamming_pairs, $ROWS rows" "$(printf %.0f "$pairs_ms")" ms "hamming_pairs, $JOIN_ROWS rows" "$(printf %.0f "$pairs_join_ms")"
 echo "   $pairs_count pairs within 3 bits among $ROWS rows"
 
-echo "== (e) lookups with 1 % and 10 % more rows in the pending pages, then REINDEX"
+echo "== (e) lookups with 1 % and 10 % more rows inserted after the build, then REINDEX"
 # Near copies of existing rows (one bit flipped), as a growing corpus would receive.
 pending=$((ROWS / 100))
 ins_ms=$(wall_ms "INSERT INTO docs (fp) SELECT (fp::bigint # 1)::simhash64 FROM docs LIMIT $pending")
-row "INSERT of $pending rows (pending pages)" "$ins_ms" ms - ""
-lookup_rows "(+1% pending)"
+row "INSERT of $pending rows (runs, merges)" "$ins_ms" ms - ""
+lookup_rows "(+1% inserted)"
 more=$((ROWS * 9 / 100))
 ins_ms=$(wall_ms "INSERT INTO docs (fp) SELECT (fp::bigint # 2)::simhash64 FROM docs LIMIT $more")
-row "INSERT of $more more rows (pending pages)" "$ins_ms" ms - ""
-lookup_rows "(+10% pending)"
+row "INSERT of $more more rows (runs, merges)" "$ins_ms" ms - ""
+lookup_rows "(+10% inserted)"
 reindex_ms=$(wall_ms "REINDEX INDEX docs_fp")
-row "REINDEX (folds the pending rows)" "$reindex_ms" ms "CREATE INDEX" "$hamming_ms"
+row "REINDEX (one run again)" "$reindex_ms" ms "CREATE INDEX" "$hamming_ms"
 lookup_rows "(after REINDEX)"
 
 echo "== (f) duplicate clusters"

@@ -33,6 +33,7 @@ pub extern "C-unwind" fn _PG_init() {
         pgrx::check_for_interrupts!();
     });
     am::options::init();
+    am::init_insert_buffer();
     hamming_query::init();
     shingling::init();
 }

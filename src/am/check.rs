@@ -71,6 +71,8 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
                 "hamming_index_check: not a hamming index"
             );
         }
+        // What this backend holds back is appended first, so that the pages hold every row.
+        super::insert::append_held(rel);
         let m = meta::read(rel);
 
         // Rows of the pending lists and the runs' NULL rows.

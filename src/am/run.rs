@@ -437,23 +437,29 @@ pub fn merge_sorted(
             at: 0,
         })
         .collect();
-    let mut heads = std::collections::BinaryHeap::new();
-    for (i, c) in cursors.iter_mut().enumerate() {
-        if let Some(e) = c.peek(index) {
-            heads.push(std::cmp::Reverse((e.key, e.tid, i)));
-        }
-    }
+    // Few inputs (the merge policy keeps runs few): the smallest head is found by a scan,
+    // which costs less than a heap's sifting.
+    let mut heads: Vec<Option<(u64, Tid)>> = cursors
+        .iter_mut()
+        .map(|c| c.peek(index).map(|e| (e.key, e.tid)))
+        .collect();
     let mut emitted = 0u32;
-    while let Some(std::cmp::Reverse((key, tid, i))) = heads.pop() {
-        emit(key, tid);
+    loop {
+        let Some((i, &Some(head))) = heads
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.is_some())
+            .min_by_key(|(_, h)| *h)
+        else {
+            return;
+        };
+        emit(head.0, head.1);
         emitted = emitted.wrapping_add(1);
         if emitted.is_multiple_of(65536) {
             pgrx::check_for_interrupts!();
         }
         let c = &mut cursors[i];
         c.at += 1;
-        if let Some(e) = c.peek(index) {
-            heads.push(std::cmp::Reverse((e.key, e.tid, i)));
-        }
+        heads[i] = c.peek(index).map(|e| (e.key, e.tid));
     }
 }

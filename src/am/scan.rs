@@ -19,6 +19,7 @@
 //! run or list the scan's metapage names (see `page::read_owned`).
 
 use super::build::item_pointer;
+use super::insert_buffer;
 use super::meta;
 use super::page::{self, Kind};
 use super::run;
@@ -712,8 +713,10 @@ fn for_each_run_null(
     }
 }
 
-/// The pending rows: the open list and the sealed one being written as a run.
+/// The pending rows: the open list, the sealed one being written as a run, and the rows
+/// this backend holds back (`insert_buffer`).
 fn for_each_pending(index: pg_sys::Relation, meta: &Meta, mut emit: impl FnMut(Option<u64>, Tid)) {
+    insert_buffer::for_each(index, |e| emit(e.fingerprint(), e.heap_tid()));
     for list in [&meta.pending, &meta.sealed] {
         if list.id != 0 {
             run::for_each_pending(index, list.id, list.head, |e| {
