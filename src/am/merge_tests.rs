@@ -44,6 +44,30 @@ fn an_index_grown_by_inserts_merges_runs_and_stays_exact() {
         assert_eq!(index, brute, "{q}");
     }
     assert_eq!(Spi::get_one::<i64>("SELECT hamming_index_check('docs_fp')").unwrap(), Some(rows));
+    // 300 lookups as rescans of one scan (a nested loop): from the second on, the small
+    // runs are compared from memory, and past 256 the pending rows are sorted.
+    assert!(m.runs.iter().any(|r| r.rows <= 16384), "a small run: {m:?}");
+    let lateral = |condition: &str| {
+        format!(
+            "SELECT string_agg(x.c::text, ',' ORDER BY p.id) FROM (SELECT id, fp FROM src ORDER BY id LIMIT 300) p,
+             LATERAL (SELECT count(*) AS c FROM docs d WHERE {condition}) x"
+        )
+    };
+    let nested = lateral("d.fp <@ hamming_ball(p.fp, 3)");
+    Spi::run("SET LOCAL enable_bitmapscan = off").unwrap();
+    let plan = explain(&nested);
+    assert!(plan.contains("Index Cond") && plan.contains("Nested Loop"), "{plan}");
+    let by_index = Spi::get_one::<String>(&format!(
+        "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; {nested}"
+    ))
+    .unwrap();
+    let brute = Spi::get_one::<String>(&format!(
+        "SET LOCAL enable_seqscan = on; SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off; {}",
+        lateral("hamming(d.fp, p.fp) + 0 <= 3")
+    ))
+    .unwrap();
+    assert_eq!(by_index, brute);
+    Spi::run("RESET enable_seqscan; RESET enable_indexscan; RESET enable_bitmapscan").unwrap();
     Spi::run("CREATE INDEX docs_fresh ON docs USING hamming (fp)").unwrap();
     let ratio = Spi::get_one::<f64>(
         "SELECT pg_relation_size('docs_fp')::float8 / pg_relation_size('docs_fresh')",

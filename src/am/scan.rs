@@ -97,6 +97,8 @@ struct ScanState {
 /// probe costs a few binary searches instead of a pass over every pending row.
 struct PendingRows {
     rows: Vec<Row>,
+    /// The layout the rows are sorted into once rescans are many.
+    layout: Layout,
     /// The fingerprints of `rows`, packed for the distance test (0 for NULL ones, which the
     /// test skips).
     fps: Vec<u64>,
@@ -112,9 +114,16 @@ impl PendingRows {
     fn read(index: pg_sys::Relation, meta: &Meta) -> PendingRows {
         let mut rows = Vec::new();
         for_each_pending(index, meta, |fp, tid| rows.push((fp, tid)));
+        PendingRows::new(rows, meta.max_distance)
+    }
+
+    fn new(rows: Vec<Row>, max_distance: u32) -> PendingRows {
         let fps = rows.iter().map(|r| r.0.unwrap_or(0)).collect();
+        let layout = Layout::for_rows(rows.len() as u64, max_distance)
+            .unwrap_or_else(|e| pgrx::error!("hamming index metapage: {}", e.0));
         PendingRows {
             rows,
+            layout,
             fps,
             passes: 0,
             tables: None,
@@ -123,12 +132,14 @@ impl PendingRows {
 
     /// Calls `emit` with the rows within `radius` of `center` (and maybe others: the caller
     /// checks every ball), each at least once.
-    fn probe(&mut self, layout: &Layout, center: u64, radius: u32, mut emit: impl FnMut(Row)) {
+    fn probe(&mut self, center: u64, radius: u32, mut emit: impl FnMut(Row)) {
+        let layout = &self.layout;
         if self.tables.is_none() && self.passes >= PASSES_BEFORE_SORTING {
             let items: Vec<(u64, u32)> = (0..self.rows.len() as u32)
                 .filter_map(|i| self.rows[i as usize].0.map(|fp| (fp, i)))
                 .collect();
             self.tables = Some(SortedTables::new(layout, &items));
+            pgrx::check_for_interrupts!();
         }
         match &self.tables {
             Some(tables) => {
@@ -204,9 +215,12 @@ struct ScanCache {
     meta: Meta,
     /// The layout of each run.
     layouts: Vec<Layout>,
-    /// The layout the pending rows are sorted into for rescans.
-    pending_layout: Layout,
     pending: Option<PendingRows>,
+    /// The rows of the small runs, read whole at the first rescan: comparing them costs
+    /// less than probing each of their tables (see `SMALL_RUN_ROWS`).
+    small_runs: Option<PendingRows>,
+    /// Lookups this cache has served.
+    lookups: u32,
     /// Directory pages read: contents and level.
     directory: HashMap<u32, (Vec<u8>, u16)>,
 }
@@ -216,15 +230,13 @@ impl ScanCache {
         let pin = page::pin_interlock(index);
         let meta = meta::read(index);
         let layouts = meta.runs.iter().map(|r| meta::layout(&meta, r)).collect();
-        let pending_rows = meta.pending_pages() as u64 * page::ENTRIES_PER_PAGE as u64;
-        let pending_layout = Layout::for_rows(pending_rows, meta.max_distance)
-            .unwrap_or_else(|e| pgrx::error!("hamming index metapage: {}", e.0));
         ScanCache {
             pin,
             meta,
             layouts,
-            pending_layout,
             pending: None,
+            small_runs: None,
+            lookups: 0,
             directory: HashMap::new(),
         }
     }
@@ -595,7 +607,12 @@ fn matches(
     let within_all = |fp: u64| query.balls.iter().all(|&(c, r)| hamming(fp, c) <= r);
     match query.balls.iter().min_by_key(|b| b.1) {
         Some(&(center, radius)) if radius <= cache.meta.max_distance => {
+            let small_in_memory = cache.lookups > 0;
+            cache.lookups += 1;
             for (run, layout) in cache.meta.runs.iter().zip(&cache.layouts) {
+                if small_in_memory && compared_from_memory(&cache.meta, run) {
+                    continue;
+                }
                 for (t, tree) in run.tables.iter().enumerate() {
                     probe(
                         index,
@@ -619,14 +636,24 @@ fn matches(
                 }
             }
             let meta = &cache.meta;
-            let pending = cache
+            let mut lists = vec![cache
                 .pending
-                .get_or_insert_with(|| PendingRows::read(index, meta));
-            pending.probe(&cache.pending_layout, center, radius, |row| {
-                if row.0.is_some_and(within_all) {
-                    emit(row);
-                }
-            });
+                .get_or_insert_with(|| PendingRows::read(index, meta))];
+            if small_in_memory {
+                let layouts = &cache.layouts;
+                lists.push(
+                    cache
+                        .small_runs
+                        .get_or_insert_with(|| read_small_runs(index, meta, layouts)),
+                );
+            }
+            for rows in lists {
+                rows.probe(center, radius, |row| {
+                    if row.0.is_some_and(within_all) {
+                        emit(row);
+                    }
+                });
+            }
         }
         _ => for_each_row(index, cache, |fp, tid| {
             if fp.map_or(query.balls.is_empty(), within_all) {
@@ -634,6 +661,34 @@ fn matches(
             }
         }),
     }
+}
+
+/// Runs of at most this many rows are compared row by row from a scan's second lookup on,
+/// from memory: a pass over 16 k fingerprints with the popcount instruction costs about as
+/// much as reading one leaf, and probing a run reads one per table.
+const SMALL_RUN_ROWS: u64 = 16384;
+
+/// Whether a run's rows are compared from memory on rescans: a small run, unless a merge
+/// table by table is moving it (its table 0 may be in the new run already, and its other
+/// tables still hold rows that must be probed there).
+fn compared_from_memory(meta: &Meta, run: &Run) -> bool {
+    run.rows <= SMALL_RUN_ROWS && run.id != meta.merging && !meta.merge_inputs.contains(&run.id)
+}
+
+/// The rows of the runs compared from memory (their table 0, permuted back).
+fn read_small_runs(index: pg_sys::Relation, meta: &Meta, layouts: &[Layout]) -> PendingRows {
+    let mut rows = Vec::new();
+    for (run, layout) in meta.runs.iter().zip(layouts) {
+        if compared_from_memory(meta, run) {
+            let table = &layout.tables()[0];
+            if let Some(tree) = run.tables.first() {
+                run::for_each_entry(index, run.id, tree, |e: Entry| {
+                    rows.push((Some(table.invert(e.key)), e.tid))
+                });
+            }
+        }
+    }
+    PendingRows::new(rows, meta.max_distance)
 }
 
 /// Calls `emit` with the rows of one table of a run whose permuted value shares the query's
