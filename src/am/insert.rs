@@ -7,7 +7,8 @@
 //! append that needs a new page (a spare one a merge set aside, or a new block) takes the
 //! metapage exclusively to link it; when that makes
 //! the list reach `pending_limit` rows, the inserting backend writes it as a run and merges
-//! runs (`merge`), unless another backend or VACUUM is already doing so.
+//! runs (`merge`), unless another backend or VACUUM is already doing so (past four times the
+//! limit, it waits for that one and then merges).
 
 use super::build::tid_of;
 use super::insert_buffer;
@@ -56,8 +57,14 @@ pub fn append_held(index: pg_sys::Relation) {
     append(index, &rows);
 }
 
+/// A pending list this many times `pending_limit` makes an inserter wait for the merge
+/// running (as a log-structured store stalls writes): without it, a long merge lets the list
+/// grow without bound under a steady stream of inserts.
+const STALL_AFTER_LIMITS: u64 = 4;
+
 /// Appends `rows` to the pending list; once it holds `pending_limit` rows, writes it as a
-/// run (unless another backend is at it).
+/// run (unless another backend is at it; past `STALL_AFTER_LIMITS` times the limit, after
+/// waiting for it).
 fn append(index: pg_sys::Relation, mut rows: &[Entry]) {
     while !rows.is_empty() {
         let n = append_to_tail(index, rows);
@@ -70,7 +77,13 @@ fn append(index: pg_sys::Relation, mut rows: &[Entry]) {
         if let Some(list) = list {
             // A new page: the ones before it are full.
             let full_rows = (list.pages as u64 - 1) * page::ENTRIES_PER_PAGE as u64;
-            if full_rows >= options::of(index).pending_limit as u64 {
+            let limit = options::of(index).pending_limit as u64;
+            if full_rows >= STALL_AFTER_LIMITS * limit {
+                // Inserts outrun the merges: wait for the one running, then merge, so that
+                // the pending list (which every lookup reads) stays bounded.
+                let _lock = merge::MergeLock::wait(index);
+                merge::flush_and_merge(index);
+            } else if full_rows >= limit {
                 merge::try_flush(index);
             }
         }

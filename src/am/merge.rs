@@ -83,6 +83,7 @@ pub fn flush_and_merge(index: pg_sys::Relation) {
         }
     }
     recycle(index);
+    recycle_now(index);
     let m = meta::read(index);
     if m.sealed.id == 0 && m.pending.pages > 0 {
         meta::update(index, |m| {

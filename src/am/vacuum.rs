@@ -6,7 +6,7 @@
 //! before their TIDs are reused. Pages are compacted in place, each in its own GenericXLog
 //! record; sorted order is kept, so lookups stay valid throughout. It holds the merge lock,
 //! so that no merge copies an entry it is removing; the runs' row counts in the metapage are
-//! set to what remains.
+//! set to what remains, and runs with no row left become garbage.
 //!
 //! `amvacuumcleanup` then writes the pending list as a run and merges runs as the policy
 //! says (as GIN folds its pending list in on VACUUM), gives the pages of garbage no snapshot
@@ -18,7 +18,7 @@ use super::merge::{self, MergeLock};
 use super::meta;
 use super::page::{self, Kind, Locked, Xlog};
 use super::run;
-use neardup_core::index_page::{entries, List, Meta, Tid, ENTRY_SIZE};
+use neardup_core::index_page::{entries, Dead, Garbage, List, Meta, Run, Tid, ENTRY_SIZE};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
@@ -54,13 +54,15 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
                     }
                 }
             }
-            run_rows.push((r.id, in_tables));
             kept += in_tables;
+            let mut nulls = 0;
             for block in run::chain_blocks(index, Kind::Pending, r.id, r.nulls_head) {
                 let (k, gone) = compact(index, block, &mut is_dead);
-                kept += k;
+                nulls += k;
                 removed += gone;
             }
+            kept += nulls;
+            run_rows.push((r.id, in_tables, nulls));
         }
         for list in lists(&m) {
             for block in run::chain_blocks(index, Kind::Pending, list.id, list.head) {
@@ -69,12 +71,31 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
                 removed += gone;
             }
         }
+        // SAFETY: reading the transaction counter is always allowed.
+        let since = pg_sys::ReadNextFullTransactionId().value;
         meta::update(index, |m| {
             for r in &mut m.runs {
-                if let Some(&(_, rows)) = run_rows.iter().find(|(id, _)| *id == r.id) {
+                if let Some(&(_, rows, _)) = run_rows.iter().find(|(id, ..)| *id == r.id) {
                     r.rows = rows;
                 }
             }
+            // A run left with no row at all is only pages: garbage (not during a merge
+            // table by table, whose inputs may have no row left in table 0 by design).
+            let empty = |r: &Run| {
+                run_rows
+                    .iter()
+                    .any(|&(id, rows, nulls)| id == r.id && rows == 0 && nulls == 0)
+                    && r.id != m.merging
+                    && !m.merge_inputs.contains(&r.id)
+            };
+            let (gone, runs): (Vec<Run>, Vec<Run>) = std::mem::take(&mut m.runs)
+                .into_iter()
+                .partition(|r| empty(r));
+            m.runs = runs;
+            m.garbage.extend(gone.into_iter().map(|r| Garbage {
+                since,
+                dead: Dead::Run(r),
+            }));
         });
         (*stats).tuples_removed += removed as f64;
         (*stats).num_index_tuples = kept as f64;
