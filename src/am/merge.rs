@@ -71,7 +71,10 @@ pub fn flush_and_merge(index: pg_sys::Relation) {
     if m.merging != 0 {
         if m.runs.iter().any(|r| r.id == m.merging) {
             // A merge table by table that an ERROR or a crash interrupted after it
-            // published a table: finish it.
+            // published a table: finish it. The pages it had written of the next table
+            // carry the same owner and table as those it is about to write, and would look
+            // in use once that table is published: free them first.
+            sweep(index);
             continue_by_table(index, m.merging);
         } else {
             // Interrupted before it published anything: its pages are nobody's now, and
@@ -512,8 +515,9 @@ fn refill_spare(index: pg_sys::Relation) {
 /// The most spare pages the metapage keeps.
 const MAX_SPARE: usize = 256;
 
-/// VACUUM's sweep: frees every page no live id owns (left by a merge a crash or an ERROR
-/// interrupted, or already free); returns how many. The caller holds the merge lock, so no
+/// VACUUM's sweep (and a resumed merge's): frees every page the metapage does not count as
+/// in use (left by a merge a crash or an ERROR interrupted, or already free); returns how
+/// many. The caller holds the merge lock, so no
 /// merge is writing pages meanwhile; inserters only extend the index, and hold the
 /// extension lock until the page they add is locked, so a new page is waited for.
 pub fn sweep(index: pg_sys::Relation) -> u32 {
