@@ -165,6 +165,12 @@ pub fn lower_bound(contents: &[u8], key: u64) -> usize {
             hi = guess;
         }
     }
+    first_at_least(lo, hi, key, key_at)
+}
+
+/// The first position in `lo..hi` whose key is at least `key` (`hi` if none), the keys
+/// being sorted: a binary search.
+fn first_at_least(mut lo: usize, mut hi: usize, key: u64, key_at: impl Fn(usize) -> u64) -> usize {
     while lo < hi {
         let mid = (lo + hi) / 2;
         if key_at(mid) < key {
@@ -203,16 +209,7 @@ pub fn child_for(contents: &[u8], key: u64) -> Option<u32> {
                 .expect("8 bytes"),
         )
     };
-    let (mut lo, mut hi) = (0, n);
-    while lo < hi {
-        let mid = (lo + hi) / 2;
-        if key_at(mid) < key {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    let at = lo.saturating_sub(1);
+    let at = first_at_least(0, n, key, key_at).saturating_sub(1);
     (at < n).then(|| {
         u32::from_le_bytes(
             contents[at * CHILD_SIZE + 8..at * CHILD_SIZE + 12]

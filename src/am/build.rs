@@ -220,7 +220,7 @@ fn write(
     let mut out = PageWriter::for_build(index, fork);
     let mut written = 0i64;
     let nulls = std::mem::take(&mut spool.nulls);
-    let run = run::write_run(&mut out, id, layout, rows, &nulls, |t, emit| {
+    let run = run::write_run(&mut out, id, layout, &nulls, |t, emit| {
         spool.sorted_table(layout, t, |key, tid| {
             emit(key, tid);
             written += 1;

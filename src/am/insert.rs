@@ -60,7 +60,7 @@ pub fn append_held(index: pg_sys::Relation) {
 /// A pending list this many times `pending_limit` makes an inserter wait for the merge
 /// running (as a log-structured store stalls writes): without it, a long merge lets the list
 /// grow without bound under a steady stream of inserts.
-const STALL_AFTER_LIMITS: u64 = 4;
+pub const STALL_AFTER_LIMITS: u64 = 4;
 
 /// Appends `rows` to the pending list; once it holds `pending_limit` rows, writes it as a
 /// run (unless another backend is at it; past `STALL_AFTER_LIMITS` times the limit, after

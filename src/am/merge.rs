@@ -22,6 +22,7 @@
 //! `neardup_core::merge_policy`.
 
 use super::build::choose_layout;
+use super::insert;
 use super::meta;
 use super::options;
 use super::page::{self, Kind, META_BLOCK};
@@ -73,8 +74,8 @@ pub fn flush_and_merge(index: pg_sys::Relation) {
             // A merge table by table that an ERROR or a crash interrupted after it
             // published a table: finish it. The pages it had written of the next table
             // carry the same owner and table as those it is about to write, and would look
-            // in use once that table is published: free them first.
-            sweep(index);
+            // in use once that table is published: stamp them free first.
+            release_unwritten_tables(index, &m);
             continue_by_table(index, m.merging);
         } else {
             // Interrupted before it published anything: its pages are nobody's now, and
@@ -224,7 +225,7 @@ fn merge(index: pg_sys::Relation, m: &Meta, inputs: Vec<Run>, sealed: Option<Lis
     // SAFETY: a GUC of this backend, read on its only thread.
     let budget = unsafe { pg_sys::maintenance_work_mem }.max(64) as u64 * 1024;
     let new_run = if rows * MERGE_BYTES_PER_ROW <= budget {
-        run::write_run(&mut out, id, &layout, rows, &nulls, |t, emit| {
+        run::write_run(&mut out, id, &layout, &nulls, |t, emit| {
             for (key, tid) in in_memory_table(index, m, &inputs, sealed_rows, &layout, t) {
                 emit(key, tid);
             }
@@ -234,7 +235,7 @@ fn merge(index: pg_sys::Relation, m: &Meta, inputs: Vec<Run>, sealed: Option<Lis
         for_each_row(index, m, &inputs, sealed_rows, |fp, tid| {
             spool.push(fp, tid, |_| layout.clone())
         });
-        run::write_run(&mut out, id, &layout, rows, &nulls, |t, emit| {
+        run::write_run(&mut out, id, &layout, &nulls, |t, emit| {
             spool.sorted_table(&layout, t, &mut *emit)
         })
     };
@@ -325,7 +326,12 @@ fn continue_by_table(index: pg_sys::Relation, id: u32) -> bool {
         }
         let mut out = PageWriter::for_merge(index, &m);
         let mut tree = run::TreeWriter::new(id, t as u16);
-        run::merge_sorted(index, &inputs, t, |key, tid| tree.push(&mut out, key, tid));
+        // Counted, not taken from the inputs' counts (see `run::write_run`).
+        let mut written = 0u64;
+        run::merge_sorted(index, &inputs, t, |key, tid| {
+            tree.push(&mut out, key, tid);
+            written += 1;
+        });
         let tree = tree.finish(&mut out);
         let nulls = (!started).then(|| {
             let mut nulls = Vec::new();
@@ -338,7 +344,6 @@ fn continue_by_table(index: pg_sys::Relation, id: u32) -> bool {
         let since = unsafe { pg_sys::ReadNextFullTransactionId() }.value;
         meta::update(index, |m| {
             let merging = m.merge_inputs.clone();
-            let mut rows = 0;
             for r in m.runs.iter_mut().filter(|r| merging.contains(&r.id)) {
                 let mut retired = Run {
                     rows: 0,
@@ -350,7 +355,6 @@ fn continue_by_table(index: pg_sys::Relation, id: u32) -> bool {
                 std::mem::swap(&mut retired.tables[t], &mut r.tables[t]);
                 if nulls.is_some() {
                     // The rows (and NULL rows) move to the new run with its first table.
-                    rows += r.rows;
                     r.rows = 0;
                     retired.nulls_head = std::mem::replace(&mut r.nulls_head, NO_BLOCK);
                     retired.nulls_pages = std::mem::take(&mut r.nulls_pages);
@@ -371,7 +375,7 @@ fn continue_by_table(index: pg_sys::Relation, id: u32) -> bool {
                 m.runs.push(Run {
                     id,
                     blocks,
-                    rows,
+                    rows: written,
                     nulls_head,
                     nulls_pages,
                     tables: vec![Tree::EMPTY; tables],
@@ -498,13 +502,15 @@ fn free_pages(index: pg_sys::Relation, garbage: &[Garbage]) {
     unsafe { pg_sys::IndexFreeSpaceMapVacuum(index) };
 }
 
-/// Sets free pages aside for the pending list, enough for two lists of `pending_limit` rows
-/// (inserts then reuse space without searching the free space map, where a merge could take
-/// the same page).
+/// Sets free pages aside for the pending list (inserts then reuse space without searching
+/// the free space map, where a merge could take the same page).
 fn refill_spare(index: pg_sys::Relation) {
     let m = meta::read(index);
     let per_list = options::of(index).pending_limit as usize / page::ENTRIES_PER_PAGE + 1;
-    let want = (2 * per_list).min(MAX_SPARE).saturating_sub(m.spare.len());
+    // Enough for the list to grow to where inserters wait for the merge (see `insert`).
+    let want = ((insert::STALL_AFTER_LIMITS as usize + 1) * per_list)
+        .min(MAX_SPARE)
+        .saturating_sub(m.spare.len());
     let mut out = PageWriter::for_merge(index, &m);
     let blocks: Vec<u32> = (0..want).map_while(|_| out.take_free()).collect();
     if !blocks.is_empty() {
@@ -515,9 +521,43 @@ fn refill_spare(index: pg_sys::Relation) {
 /// The most spare pages the metapage keeps.
 const MAX_SPARE: usize = 256;
 
-/// VACUUM's sweep (and a resumed merge's): frees every page the metapage does not count as
-/// in use (left by a merge a crash or an ERROR interrupted, or already free); returns how
-/// many. The caller holds the merge lock, so no
+/// Frees the pages of the run `meta.merging` in tables it has not published (what an
+/// interrupted merge table by table had written of its next table), stamping each as free
+/// (a WAL-logged page image) so that it cannot pass for a page of the table once written.
+fn release_unwritten_tables(index: pg_sys::Relation, meta: &Meta) {
+    let Some(run) = meta.runs.iter().find(|r| r.id == meta.merging) else {
+        return;
+    };
+    let main = pg_sys::ForkNumber::MAIN_FORKNUM;
+    // SAFETY: the index is open; we hold the merge lock, so no merge writes meanwhile.
+    let blocks = unsafe { pg_sys::RelationGetNumberOfBlocksInFork(index, main) };
+    for block in page::INTERLOCK_BLOCK + 1..blocks {
+        pgrx::check_for_interrupts!();
+        let locked = page::Locked::read(index, main, block, pg_sys::BUFFER_LOCK_EXCLUSIVE);
+        // SAFETY: a locked page of the index.
+        let unwritten = unsafe {
+            !page::is_new(locked.page()) && {
+                let (owner, table) = page::usage(locked.page());
+                owner == run.id
+                    && table.is_some_and(|t| run.tables.get(t as usize) == Some(&Tree::EMPTY))
+            }
+        };
+        if unwritten {
+            let mut xlog = page::Xlog::start(index);
+            // SAFETY: the GenericXLog copy of a page nothing refers to.
+            unsafe { page::init(xlog.register(&locked, true), page::Role::new(Kind::Free, 0)) };
+            xlog.finish();
+            drop(locked);
+            // SAFETY: a page nothing refers to.
+            unsafe { pg_sys::RecordFreeIndexPage(index, block) };
+        }
+    }
+    // SAFETY: the index is open.
+    unsafe { pg_sys::IndexFreeSpaceMapVacuum(index) };
+}
+
+/// VACUUM's sweep: frees every page the metapage does not count as in use (left by a merge
+/// a crash or an ERROR interrupted, or already free); returns how many. The caller holds the merge lock, so no
 /// merge is writing pages meanwhile; inserters only extend the index, and hold the
 /// extension lock until the page they add is locked, so a new page is waited for.
 pub fn sweep(index: pg_sys::Relation) -> u32 {

@@ -169,3 +169,25 @@ fn pending_limit_is_checked_and_can_change_without_rebuilding() {
     assert_index_exact("t", "simhash64");
     assert_eq!(Spi::get_one::<i64>("SELECT hamming_index_check('t_fp')").unwrap(), Some(4000));
 }
+
+#[pg_test]
+fn a_count_planned_as_an_index_only_scan_counts_every_row() {
+    // A query that needs no column may be planned as an index-only scan of the index; the
+    // scan must then form index tuples (before 0.3.0: "no data returned for index-only scan").
+    Spi::run(
+        "CREATE TABLE t (fp simhash64, pad text);
+         INSERT INTO t SELECT CASE WHEN i % 50 = 0 THEN NULL ELSE (i * 2654435761)::bigint::simhash64 END,
+                              repeat('x', 200) FROM generate_series(1, 5000) i;
+         CREATE INDEX t_fp ON t USING hamming (fp) WITH (pending_limit = 600);
+         INSERT INTO t SELECT (i * 40503)::bigint::simhash64, 'y' FROM generate_series(1, 2000) i;
+         ANALYZE t;",
+    )
+    .unwrap();
+    Spi::run("SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off").unwrap();
+    let count = "SELECT count(*) FROM t";
+    let plan = plan_of(count);
+    assert!(plan.contains("Index Only Scan"), "{plan}");
+    assert_eq!(Spi::get_one::<i64>(count).unwrap(), Some(7000));
+    Spi::run("SET LOCAL enable_seqscan = on; SET LOCAL enable_indexscan = off").unwrap();
+    assert_eq!(Spi::get_one::<i64>(count).unwrap(), Some(7000));
+}

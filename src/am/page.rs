@@ -33,6 +33,8 @@ pub enum Kind {
     Pending = 3,
     Directory = 4,
     Interlock = 5,
+    /// A page given back, stamped so that it cannot pass for a page of its former owner.
+    Free = 6,
 }
 
 #[repr(C)]
@@ -138,6 +140,7 @@ pub unsafe fn kind(page: pg_sys::Page) -> Kind {
             3 => Kind::Pending,
             4 => Kind::Directory,
             5 => Kind::Interlock,
+            6 => Kind::Free,
             other => pgrx::error!("hamming index page has unknown kind {other}"),
         }
     }

@@ -255,14 +255,17 @@ pub fn write_run(
     out: &mut PageWriter,
     id: u32,
     layout: &Layout,
-    rows: u64,
     nulls: &[Tid],
     mut sorted: impl FnMut(usize, &mut dyn FnMut(u64, Tid)),
 ) -> Run {
+    let mut rows = 0;
     let tables = (0..layout.tables().len())
         .map(|t| {
             let mut tree = TreeWriter::new(id, t as u16);
-            sorted(t, &mut |key, tid| tree.push(out, key, tid));
+            sorted(t, &mut |key, tid| {
+                tree.push(out, key, tid);
+                rows += u64::from(t == 0);
+            });
             tree.finish(out)
         })
         .collect();
@@ -270,6 +273,8 @@ pub fn write_run(
     Run {
         id,
         blocks: layout.blocks(),
+        // Counted, not taken from the inputs' counts, which a VACUUM stopped halfway may
+        // have left high.
         rows,
         nulls_head,
         nulls_pages,

@@ -278,6 +278,8 @@ pub unsafe extern "C-unwind" fn ambeginscan(
                 pg_sys::palloc0(n * std::mem::size_of::<pg_sys::Datum>()) as *mut pg_sys::Datum;
             (*scan).xs_orderbynulls = pg_sys::palloc0(n * std::mem::size_of::<bool>()) as *mut bool;
         }
+        // An index-only scan reads the fingerprint from the index tuple amgettuple forms.
+        (*scan).xs_itupdesc = (*index).rd_att;
         let state =
             PgMemoryContexts::CurrentMemoryContext.leak_and_drop_on_delete(ScanState::default());
         (*scan).opaque = state as *mut std::ffi::c_void;
@@ -386,6 +388,9 @@ pub unsafe extern "C-unwind" fn amgettuple(
         state.next += 1;
         scan.xs_heaptid = item_pointer(hit.tid);
         scan.xs_recheck = false;
+        if scan.xs_want_itup {
+            set_index_tuple(scan, hit.fp);
+        }
         for (i, q) in state.query.order_by.iter().enumerate() {
             let d = distance(hit.fp, *q);
             *scan.xs_orderbyvals.add(i) = pg_sys::Datum::from(d as i32);
@@ -393,6 +398,25 @@ pub unsafe extern "C-unwind" fn amgettuple(
         }
         scan.xs_recheckorderby = false;
         true
+    }
+}
+
+/// The index tuple of an index-only scan: the row's fingerprint (or NULL). The access method
+/// does not claim to return columns (no amcanreturn), but PostgreSQL still plans an
+/// index-only scan when a query needs no column at all (`SELECT count(*)`), and then wants
+/// a tuple. Each replaces the last, in the scan's memory context.
+unsafe fn set_index_tuple(scan: &mut pg_sys::IndexScanDescData, fp: Option<u64>) {
+    unsafe {
+        if !scan.xs_itup.is_null() {
+            pg_sys::pfree(scan.xs_itup.cast());
+        }
+        let mut value = pg_sys::Datum::from(fp.unwrap_or(0) as i64);
+        let mut isnull = fp.is_none();
+        let old = pg_sys::MemoryContextSwitchTo(pg_sys::GetMemoryChunkContext(
+            scan as *mut _ as *mut std::ffi::c_void,
+        ));
+        scan.xs_itup = pg_sys::index_form_tuple(scan.xs_itupdesc, &mut value, &mut isnull);
+        pg_sys::MemoryContextSwitchTo(old);
     }
 }
 

@@ -16,7 +16,7 @@
 use super::build::item_pointer;
 use super::merge::{self, MergeLock};
 use super::meta;
-use super::page::{self, Kind, Locked, Xlog};
+use super::page::{self, Kind, Locked, Xlog, META_BLOCK};
 use super::run;
 use neardup_core::index_page::{entries, Dead, Garbage, List, Meta, Run, Tid, ENTRY_SIZE};
 use pgrx::pg_sys;
@@ -46,8 +46,9 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
             // Rows are counted on the pages that hold each once: table 0 and the NULL rows.
             let mut in_tables = 0;
             for (t, tree) in r.tables.iter().enumerate() {
+                let counted = (t == 0).then_some(r.id);
                 for block in run::chain_blocks(index, Kind::Table, r.id, tree.first_leaf) {
-                    let (k, gone) = compact(index, block, &mut is_dead);
+                    let (k, gone) = compact(index, block, &mut is_dead, counted);
                     if t == 0 {
                         in_tables += k;
                         removed += gone;
@@ -57,7 +58,7 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
             kept += in_tables;
             let mut nulls = 0;
             for block in run::chain_blocks(index, Kind::Pending, r.id, r.nulls_head) {
-                let (k, gone) = compact(index, block, &mut is_dead);
+                let (k, gone) = compact(index, block, &mut is_dead, None);
                 nulls += k;
                 removed += gone;
             }
@@ -66,7 +67,7 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
         }
         for list in lists(&m) {
             for block in run::chain_blocks(index, Kind::Pending, list.id, list.head) {
-                let (k, gone) = compact(index, block, &mut is_dead);
+                let (k, gone) = compact(index, block, &mut is_dead, None);
                 kept += k;
                 removed += gone;
             }
@@ -150,25 +151,31 @@ fn lists(m: &Meta) -> impl Iterator<Item = &List> {
 }
 
 /// Removes the entries `dead` names from one page; returns how many remain and how many
-/// went.
-fn compact(index: pg_sys::Relation, block: u32, dead: &mut impl FnMut(Tid) -> bool) -> (u64, u64) {
+/// went. For a page of table 0 of run `counted`, the run's row count in the metapage goes
+/// down in the same WAL record, so that it stays true if VACUUM stops halfway.
+fn compact(
+    index: pg_sys::Relation,
+    block: u32,
+    dead: &mut impl FnMut(Tid) -> bool,
+    counted: Option<u32>,
+) -> (u64, u64) {
     // SAFETY: vacuum_delay_point may sleep, and checks for interrupts; no lock of ours is
     // held here.
     unsafe { pg_sys::vacuum_delay_point() };
-    let locked = Locked::read(
-        index,
-        pg_sys::ForkNumber::MAIN_FORKNUM,
-        block,
-        pg_sys::BUFFER_LOCK_EXCLUSIVE,
-    );
+    let main = pg_sys::ForkNumber::MAIN_FORKNUM;
+    // The metapage before the page, as inserts lock them.
+    let metapage =
+        counted.map(|_| Locked::read(index, main, META_BLOCK, pg_sys::BUFFER_LOCK_EXCLUSIVE));
+    let locked = Locked::read(index, main, block, pg_sys::BUFFER_LOCK_EXCLUSIVE);
     // SAFETY: an exclusively locked page of ours.
     let contents = unsafe { page::contents(locked.page()) };
     let keep: Vec<bool> = entries(contents).map(|e| !dead(e.heap_tid())).collect();
     let kept = keep.iter().filter(|&&k| k).count();
-    if kept < keep.len() {
+    let gone = keep.len() - kept;
+    if gone > 0 {
         let mut xlog = Xlog::start(index);
         let copy = xlog.register(&locked, false);
-        // SAFETY: the GenericXLog copy of the same page.
+        // SAFETY: GenericXLog copies of the same pages, locked exclusively.
         unsafe {
             let out = page::contents_mut(copy);
             let mut n = 0;
@@ -177,10 +184,17 @@ fn compact(index: pg_sys::Relation, block: u32, dead: &mut impl FnMut(Tid) -> bo
                 n += 1;
             }
             page::set_len(copy, n * ENTRY_SIZE);
+            if let (Some(id), Some(metapage)) = (counted, &metapage) {
+                let mut m = meta::decode(metapage.page());
+                if let Some(r) = m.runs.iter_mut().find(|r| r.id == id) {
+                    r.rows = r.rows.saturating_sub(gone as u64);
+                }
+                meta::encode(xlog.register(metapage, false), &m);
+            }
         }
         xlog.finish();
     }
-    (kept as u64, (keep.len() - kept) as u64)
+    (kept as u64, gone as u64)
 }
 
 /// Rows in the index: the runs' rows (counted by the last VACUUM or merge), their NULL rows

@@ -8,6 +8,15 @@
 # Then again after DELETE + VACUUM, after inserts that reuse the freed TIDs, and after
 # REINDEX; an UNLOGGED table's index must come back empty and usable (ambuildempty); last,
 # hamming_index_check must pass while another session inserts.
+# Then a second crash lands while a merge is writing: an index WITH (pending_limit = 600)
+# takes inserts from three sessions in small transactions while a fourth deletes and
+# VACUUMs in a loop; the cluster is killed as soon as the metapage (read with pageinspect)
+# shows a merge under way, and the recovered metapage must name that interrupted merge
+# (else the load and the crash are tried again). After recovery the answers equal brute
+# force and hamming_index_check passes; VACUUM must finish or forget the merge and leave
+# no page of it both unused and outside the free space map (all of them, for a run it had
+# not published), the index still checking clean; then inserts merge again into the freed
+# pages, and the answers and the check are verified again.
 # Own cluster in /tmp/neardup-index-crash with shared_preload_libraries = 'neardup'.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -17,6 +26,9 @@ T0=$SECONDS
 
 fail() { echo "check_index_crash: $*" >&2; exit 1; }
 q() { psql -XqAt -v ON_ERROR_STOP=1 "$@"; }
+# count_rows TABLE: by a seq scan (with no column needed, the planner may otherwise pick
+# an index-only scan of the hamming index, which cannot return tuples).
+count_rows() { PGOPTIONS="-c enable_indexscan=off -c enable_indexonlyscan=off -c enable_bitmapscan=off" q -c "SELECT count(*) FROM $1"; }
 
 cluster_start "$DIR" "shared_preload_libraries = 'neardup'" "fsync = on" "autovacuum = off" \
     "max_wal_size = '1GB'" "checkpoint_timeout = '30min'" "log_min_messages = warning"
@@ -55,7 +67,7 @@ INSERT INTO scratch (fp) SELECT fp::simhash64 FROM gen LIMIT 2000;
 CREATE INDEX scratch_fp ON scratch USING hamming (fp);
 INSERT INTO scratch (fp) SELECT fp::simhash64 FROM gen LIMIT 500;
 SQL
-rows_before=$(q -c "SELECT count(*) FROM docs")
+rows_before=$(count_rows docs)
 
 # --- concurrent sessions, each a bounded script of short autocommit transactions.
 ids=25000
@@ -114,31 +126,44 @@ for i in "${!workers[@]}"; do
     kill -0 "${workers[$i]}" 2>/dev/null || fail "worker $i ended before the crash: $(tail -n 5 "$DIR"/worker_*.log)"
 done
 
-# --- the crash: SIGKILL to the postmaster and, at the same instant, to all its children.
-postmaster=$(head -1 "$DIR/data/postmaster.pid")
-children=$(ps -o pid= --ppid "$postmaster" | tr '\n' ' ')
-# shellcheck disable=SC2086
-kill -9 "$postmaster" $children
-for _ in $(seq 100); do
-    kill -0 "$postmaster" 2>/dev/null || break
-    sleep 0.1
-done
-for pid in "${workers[@]}"; do wait "$pid" 2>/dev/null || true; done
-workers=()
-grep -qE "server closed the connection|connection to server was lost|terminating connection" "$DIR"/worker_*.log ||
-    fail "the workers were not interrupted by the crash: $(tail -n 3 "$DIR"/worker_*.log)"
-if grep -h "ERROR" "$DIR"/worker_*.log | grep -v "terminating connection" | grep -q .; then
-    fail "a worker failed before the crash: $(grep -h ERROR "$DIR"/worker_*.log | head -5)"
-fi
-crash_at=$SECONDS
+# crash: SIGKILL to the postmaster and, at the same instant, to all its children; then
+# the worker sessions must have been cut off (and must not have failed before).
+crash() { # LOG_PREFIX: the workers' logs are $DIR/LOG_PREFIX_*.log
+    local postmaster children pid logs=("$DIR/$1"_*.log)
+    postmaster=$(head -1 "$DIR/data/postmaster.pid")
+    children=$(ps -o pid= --ppid "$postmaster" | tr '\n' ' ' || true) # (none: killed already)
+    # shellcheck disable=SC2086
+    kill -9 "$postmaster" $children 2>/dev/null || true # (a child may have exited meanwhile)
+    for _ in $(seq 100); do
+        kill -0 "$postmaster" 2>/dev/null || break
+        sleep 0.1
+    done
+    for pid in "${workers[@]}"; do wait "$pid" 2>/dev/null || true; done
+    workers=()
+    grep -qE "server closed the connection|connection to server was lost|terminating connection" "${logs[@]}" ||
+        fail "the workers were not interrupted by the crash: $(tail -n 3 "${logs[@]}")"
+    if grep -h "ERROR" "${logs[@]}" | grep -v "terminating connection" | grep -q .; then
+        fail "a worker failed before the crash: $(grep -h ERROR "${logs[@]}" | head -5)"
+    fi
+}
 
-# (pg_ctl warns that the stale postmaster.pid may belong to a running server: it does not.)
-sudo -u postgres "$PG_BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 start >/dev/null 2>"$DIR/restart.err" ||
-    fail "restart after the crash failed: $(cat "$DIR/restart.err"; tail -20 "$DIR/server.log")"
-grep -q "database system was interrupted" "$DIR/server.log" || fail "no crash recovery in the server log"
-grep -q "redo done" "$DIR/server.log" || fail "crash recovery replayed no WAL"
-rows_after=$(q -c "SELECT count(*) FROM docs")
-echo "check_index_crash: docs had $rows_before rows, $rows_after after the crash; recovery took $((SECONDS - crash_at)) s"
+# restart: crash recovery, which must replay WAL (only the log written since this call's
+# previous crash is read).
+restart() {
+    local log_from crash_at=$SECONDS
+    log_from=$(($(stat -c %s "$DIR/server.log" 2>/dev/null || echo 0) + 1))
+    # (pg_ctl warns that the stale postmaster.pid may belong to a running server: it does not.)
+    sudo -u postgres "$PG_BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 start >/dev/null 2>"$DIR/restart.err" ||
+        fail "restart after the crash failed: $(cat "$DIR/restart.err"; tail -20 "$DIR/server.log")"
+    tail -c "+$log_from" "$DIR/server.log" | grep -q "database system was interrupted" || fail "no crash recovery in the server log"
+    tail -c "+$log_from" "$DIR/server.log" | grep -q "redo done" || fail "crash recovery replayed no WAL"
+    RECOVERY_TIME=$((SECONDS - crash_at))
+}
+
+crash worker
+restart
+rows_after=$(count_rows docs)
+echo "check_index_crash: docs had $rows_before rows, $rows_after after the crash; recovery took $RECOVERY_TIME s"
 
 # --- probes: existing fingerprints (k = 0 finds their duplicates), near copies of them,
 # spike members, and random ones.
@@ -166,7 +191,7 @@ answer() { PGOPTIONS=$1 q -c "$2"; }
 uses_index() {
     local plan
     plan=$(PGOPTIONS=$1 q -c "EXPLAIN (COSTS OFF) $2")
-    grep -q "$3" <<<"$plan" && ! grep -qE "Seq Scan on (docs|docs8|scratch)( |$)" <<<"$plan" ||
+    grep -q "$3" <<<"$plan" && ! grep -qE "Seq Scan on (docs|docs8|scratch|ingest)( |$)" <<<"$plan" ||
         fail "[$STAGE] the plan does not read $3:"$'\n'"$plan"$'\n'"for: $2"
 }
 
@@ -232,7 +257,7 @@ checked() {
     n=$(q -c "SELECT hamming_index_check('$1')" 2>&1) || fail "[$STAGE] hamming_index_check('$1'): $n"
     if [[ -n ${2:-} ]]; then
         local rows
-        rows=$(q -c "SELECT count(*) FROM $2")
+        rows=$(count_rows "$2")
         [[ $n == "$rows" ]] || fail "[$STAGE] hamming_index_check('$1') counts $n entries, $2 has $rows rows after VACUUM"
     fi
 }
@@ -246,7 +271,7 @@ compare docs8 docs8_fp
 
 # The unlogged table is reset to empty by crash recovery; its index must follow.
 STAGE="unlogged table after crash"
-[[ $(q -c "SELECT count(*) FROM scratch") == 0 ]] || fail "[$STAGE] the unlogged table was not reset"
+[[ $(count_rows scratch) == 0 ]] || fail "[$STAGE] the unlogged table was not reset"
 checked scratch_fp scratch
 q -c "INSERT INTO scratch (fp) SELECT fp::simhash64 FROM docs WHERE id % 10 = 0"
 expected=$(answer "$force_seq" "SELECT count(*) FROM scratch s JOIN probes p ON bit_count((s.fp::bigint # p.fp)::bit(64)) <= 3")
@@ -294,4 +319,158 @@ done
 kill "${workers[-1]}" 2>/dev/null || true
 wait "${workers[-1]}" 2>/dev/null || true
 workers=()
+# --- a crash while merges run. An index WITH (pending_limit = 600) on a table of its own:
+# inserting sessions seal and write a run every ~600 rows, merging runs as they go (merges
+# of up to 65,536 rows write the new run whole and publish it at the end; larger ones go
+# table by table, publishing each table), and a session deletes and VACUUMs in a loop
+# (bulk delete under the merge lock, flush, recycle, sweep).
+STAGE="crash during merges"
+q >/dev/null -c "CREATE EXTENSION pageinspect" -c "CREATE EXTENSION pg_freespacemap"
+q >/dev/null <<'SQL'
+CREATE TABLE ingest (id bigserial PRIMARY KEY, fp simhash64);
+CREATE INDEX ingest_fp ON ingest USING hamming (fp) WITH (pending_limit = 600);
+-- Through merges from the start: gen's rows (so the probes find neighbours), then enough
+-- that merges of the largest run go table by table.
+INSERT INTO ingest (fp) SELECT fp::simhash64 FROM gen ORDER BY random();
+INSERT INTO ingest (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 50000);
+-- The metapage and page layouts are drawn in core/src/index_page.rs and src/am/page.rs.
+CREATE FUNCTION page_u32(p bytea, at int) RETURNS bigint LANGUAGE sql IMMUTABLE AS
+$$ SELECT get_byte(p, at) + (get_byte(p, at + 1) << 8) + (get_byte(p, at + 2) << 16) + (get_byte(p, at + 3)::bigint << 24) $$;
+-- A u32 of the metapage after the page header: 48 merging (the id of the run a merge is
+-- writing, 0: none), 52 inputs (how many runs it merges table by table, 0: it writes
+-- the run whole); -1 if block 0 is not our metapage.
+CREATE FUNCTION meta_u32(idx regclass, at int) RETURNS bigint LANGUAGE sql AS
+$$ SELECT CASE WHEN page_u32(p, 24) = x'4E445550'::bigint THEN page_u32(p, 24 + at) ELSE -1 END
+   FROM get_raw_page(idx::text, 0) p $$;
+-- Each page's special space (NULL for a new page): its owner (the id of its run or list),
+-- its kind (2: leaf of a table, 3: pending or NULL rows, 4: directory) and its table.
+CREATE FUNCTION page_owners(idx regclass) RETURNS TABLE (blkno bigint, owner bigint, kind int, tbl int)
+LANGUAGE sql AS
+$$ SELECT b, CASE WHEN h.upper <> 0 THEN page_u32(p, h.special + 4) END,
+          CASE WHEN h.upper <> 0 THEN get_byte(p, h.special + 8) + (get_byte(p, h.special + 9) << 8) END,
+          CASE WHEN h.upper <> 0 THEN get_byte(p, h.special + 10) + (get_byte(p, h.special + 11) << 8) END
+   FROM generate_series(1, pg_relation_size(idx) / 8192 - 1) b, LATERAL get_raw_page(idx::text, b) p,
+        LATERAL page_header(p) h $$;
+-- Kills the cluster from inside, within a millisecond or two of seeing a merge under way
+-- in two polls a millisecond apart: a kill from the shell after the poll returned would
+-- come tens of milliseconds later, after most merges have ended. `kill` is the command
+-- (kill -9, the postmaster and its children); this backend's own pid is added to it. The merge is recorded
+-- (and committed) first. Commits between polls, so as not to hold back the recycling of
+-- merged-away runs. Returns (no kill) if no merge is seen in 20 s.
+CREATE TABLE kills (attempt int, merge bigint);
+CREATE PROCEDURE kill_during_merge(idx regclass, attempt int, kill text) LANGUAGE plpgsql AS $$
+DECLARE
+    seen bigint := 0;
+    merge bigint;
+    deadline timestamptz := clock_timestamp() + interval '20 s';
+BEGIN
+    LOOP
+        merge := meta_u32(idx, 48);
+        IF merge > 0 AND merge = seen THEN
+            INSERT INTO kills VALUES (attempt, merge);
+            COMMIT;
+            EXECUTE format('COPY (SELECT 1) TO PROGRAM %L', kill || ' ' || pg_backend_pid());
+        END IF;
+        EXIT WHEN clock_timestamp() > deadline;
+        seen := merge;
+        COMMIT;
+        PERFORM pg_sleep(0.001);
+    END LOOP;
+END $$;
+SQL
+# repeat N TEXT: TEXT N times (a builtin loop: no process per line).
+repeat() { local i; for ((i = 0; i < $1; i++)); do printf '%s\n' "$2"; done; }
+repeat 20000 "INSERT INTO ingest (fp) SELECT CASE WHEN random() < 0.02 THEN NULL ELSE rnd64()::simhash64 END FROM generate_series(1, 10);
+INSERT INTO ingest (fp) SELECT flip(fp, 1 + floor(random() * 3)::int)::simhash64 FROM gen WHERE n = $pick;
+BEGIN; INSERT INTO ingest (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 5); ROLLBACK;" >"$DIR/ingest_insert.sql"
+repeat 5000 "DELETE FROM ingest WHERE id IN (SELECT 1 + floor(random() * (SELECT max(id) FROM ingest))::bigint FROM generate_series(1, 30));
+VACUUM ingest;" >"$DIR/ingest_vacuum.sql"
+chmod a+r "$DIR"/ingest_*.sql
+
+# The kill must find a merge writing: after 3 s of load (runs of every size by then) the
+# metapage is polled until it shows one, and the cluster is killed at once. The recovered
+# metapage must still name that merge; a kill that came just after the merge finished
+# (the metapage names none) is tried again.
+merge=0
+for attempt in 1 2 3 4; do
+    rm -f "$DIR"/ingest_*.log
+    for w in 1 2 3; do
+        q -f "$DIR/ingest_insert.sql" >"$DIR/ingest_insert_$w.log" 2>&1 &
+        workers+=($!)
+    done
+    q -f "$DIR/ingest_vacuum.sql" >"$DIR/ingest_vacuum.log" 2>&1 &
+    workers+=($!)
+    sleep 3
+    for i in "${!workers[@]}"; do
+        kill -0 "${workers[$i]}" 2>/dev/null || fail "[$STAGE] worker $i ended before the crash: $(tail -n 5 "$DIR"/ingest_*.log)"
+    done
+    postmaster=$(head -1 "$DIR/data/postmaster.pid")
+    children=$(ps -o pid= --ppid "$postmaster" | tr '\n' ' ')
+    if q -c "CALL kill_during_merge('ingest_fp', $attempt, 'kill -9 $postmaster $children')" >"$DIR/kill.log" 2>&1; then
+        fail "[$STAGE] no merge seen in 20 s of inserts"
+    fi
+    grep -qE "server closed the connection|connection to server was lost" "$DIR/kill.log" ||
+        fail "[$STAGE] the kill failed: $(cat "$DIR/kill.log")"
+    crash ingest
+    restart
+    seen=$(q -c "SELECT merge FROM kills WHERE attempt = $attempt")
+    merge=$(q -c "SELECT meta_u32('ingest_fp', 48)")
+    inputs=$(q -c "SELECT meta_u32('ingest_fp', 52)")
+    echo "check_index_crash: attempt $attempt: killed while merge $seen was writing; the recovered metapage names merge" \
+        "$merge ($inputs runs merged table by table); $(count_rows ingest) rows; recovery took $RECOVERY_TIME s"
+    ((merge > 0)) && break
+    ((attempt < 4)) || fail "[$STAGE] four kills, none while a merge was writing"
+done
+q -c "CREATE TABLE merge_pages AS SELECT blkno FROM page_owners('ingest_fp') WHERE owner = $merge"
+written=$(q -c "SELECT count(*) FROM merge_pages")
+
+# The recovered index: a run written whole but not published is invisible; a merge table
+# by table has some tables in the new run and the rest in its inputs, and lookups must
+# still find each row exactly once.
+STAGE="after a crash during merge $merge"
+checked ingest_fp
+compare ingest ingest_fp
+
+# VACUUM: its flush finishes a merge table by table, or forgets a merge that published
+# nothing, whose pages the sweep then frees.
+STAGE="VACUUM after a crash during merge $merge"
+q -c "VACUUM ingest"
+checked ingest_fp ingest
+[[ $(q -c "SELECT meta_u32('ingest_fp', 48)") == 0 ]] || fail "[$STAGE] the metapage still names merge $merge"
+left=$(q -c "SELECT count(*) FROM merge_pages o JOIN page_owners('ingest_fp') p USING (blkno)
+    WHERE p.owner = $merge AND pg_freespace('ingest_fp', o.blkno) = 0")
+echo "check_index_crash: merge $merge had written $written pages by the crash; after VACUUM $left of them are in use"
+if ((inputs == 0)); then
+    [[ $left == 0 ]] || fail "[$STAGE] $left of the $written pages of the unpublished run $merge are not in the free space map"
+else
+    # The merge finished as run $merge: its tables hold the same rows, so as many leaves
+    # each (pages are filled whole). More leaves in one table are the copy of it the crash
+    # interrupted, which nothing refers to and the free space map does not have.
+    leaves=$(q -c "SELECT string_agg(tbl || ':' || n, ' ' ORDER BY tbl) FROM (SELECT tbl, count(*) AS n
+        FROM page_owners('ingest_fp') p WHERE owner = $merge AND kind = 2 AND pg_freespace('ingest_fp', p.blkno) = 0
+        GROUP BY tbl) s")
+    [[ $(tr ' ' '\n' <<<"$leaves" | cut -d: -f2 | sort -u | wc -l) == 1 ]] ||
+        fail "[$STAGE] the leaves of run $merge per table (table:pages) are $leaves: pages of the table the crash interrupted are neither in use nor free"
+fi
+compare ingest ingest_fp
+
+# Inserts that merge again: the merges take the pages VACUUM left free.
+STAGE="inserts after the sweep"
+q -c "CREATE TABLE free_pages AS SELECT p.blkno, p.owner FROM page_owners('ingest_fp') p
+    WHERE pg_freespace('ingest_fp', p.blkno) > 0"
+size_before=$(q -c "SELECT pg_relation_size('ingest_fp') / 8192")
+# (near copies of gen's rows, so the probes find them too; 80 transactions, ~50 runs)
+for i in $(seq 0 39); do
+    echo "INSERT INTO ingest (fp) SELECT flip(fp, 1 + floor(random() * 3)::int)::simhash64 FROM gen WHERE n % 40 = $i;"
+    echo "INSERT INTO ingest (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 500);"
+done >"$DIR/after_sweep.sql"
+q -f "$DIR/after_sweep.sql" >/dev/null
+reused=$(q -c "SELECT count(*) FROM free_pages f JOIN page_owners('ingest_fp') p USING (blkno)
+    WHERE p.owner IS DISTINCT FROM f.owner")
+echo "check_index_crash: $(q -c "SELECT count(*) FROM free_pages") pages were free after VACUUM, $reused of them reused;" \
+    "index $size_before -> $(q -c "SELECT pg_relation_size('ingest_fp') / 8192") pages"
+((reused > 0)) || fail "[$STAGE] none of the pages free after VACUUM was reused by the merges since"
+checked ingest_fp ingest
+compare ingest ingest_fp
+
 echo "check_index_crash: ok in $((SECONDS - T0)) s ($COMPARED (probe, k, row) matches compared per way of asking)"

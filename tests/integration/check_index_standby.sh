@@ -6,6 +6,14 @@
 # position; then the same queries, forced through the index, must give the same answers on
 # both, and the standby's must equal a brute-force seq scan on the standby;
 # hamming_index_check must pass on both and count the same entries.
+# Then merges through replication: an index WITH (pending_limit = 500) on a table of its
+# own takes inserts from two sessions in small transactions while a third updates,
+# deletes and VACUUMs, so that runs are written, merged and recycled (and their pages
+# reused) all along; meanwhile the standby answers lookups, which may be cancelled with
+# SQLSTATE 40001 (a page the replayed merges reused under them, or any conflict with
+# recovery: the standby does not hold back the primary's recycling), and are then retried;
+# no other error is allowed. After the load, a VACUUM and replay, the standby's answers must
+# equal brute force on the standby and its hamming_index_check must pass.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 source "$ROOT/scripts/cluster.sh"
@@ -16,6 +24,9 @@ T0=$SECONDS
 fail() { echo "check_index_standby: $*" >&2; exit 1; }
 qp() { psql -XqAt -v ON_ERROR_STOP=1 -h "$PRIMARY" -p 5432 -U postgres -d postgres "$@"; }
 qs() { psql -XqAt -v ON_ERROR_STOP=1 -h "$STANDBY" -p 5432 -U postgres -d postgres "$@"; }
+# rows NODE TABLE: counted by a seq scan (with no column needed, the planner may otherwise
+# choose an index-only scan of the hamming index, which cannot return tuples).
+rows() { PGOPTIONS="-c enable_indexscan=off -c enable_indexonlyscan=off -c enable_bitmapscan=off" "$1" -c "SELECT count(*) FROM $2"; }
 
 cleanup() {
     cluster_stop "$STANDBY"
@@ -37,6 +48,10 @@ sudo -u postgres "$PG_BIN/pg_basebackup" -h "$PRIMARY" -p 5432 -U postgres -D "$
 {
     echo "unix_socket_directories = '$STANDBY'"
     echo "hot_standby = on"
+    # Replay waits little for standby queries in the way of a heap cleanup (then cancels
+    # them), and the primary does not wait for them to recycle index pages.
+    echo "max_standby_streaming_delay = 200ms"
+    echo "hot_standby_feedback = off"
 } >>"$STANDBY/data/postgresql.conf"
 sudo -u postgres "$PG_BIN/pg_ctl" -D "$STANDBY/data" -l "$STANDBY/server.log" -w -t 60 start >/dev/null ||
     fail "the standby did not start: $(tail -20 "$STANDBY/server.log")"
@@ -62,7 +77,7 @@ on() { PGOPTIONS=$2 "$1" -c "$3"; }
 uses_index() { # NODE OPTIONS SQL INDEX-PLAN-TEXT
     local plan
     plan=$(PGOPTIONS=$2 "$1" -c "EXPLAIN (COSTS OFF) $3")
-    grep -q "$4" <<<"$plan" && ! grep -qE "Seq Scan on docs8?( |$)" <<<"$plan" ||
+    grep -q "$4" <<<"$plan" && ! grep -qE "Seq Scan on (docs8?|stream)( |$)" <<<"$plan" ||
         fail "[$STAGE] on $1 the plan does not read $4:"$'\n'"$plan"
 }
 
@@ -165,7 +180,7 @@ step "updates" "UPDATE docs SET fp = flip(fp::bigint, 1)::simhash64 WHERE id % 7
 step "VACUUM" "VACUUM docs, docs8"
 for t in docs docs8; do
     n=$(qs -c "SELECT hamming_index_check('${t}_fp')")
-    [[ $n == $(qs -c "SELECT count(*) FROM $t") ]] || fail "[VACUUM] ${t}_fp holds $n entries on the standby, $t has $(qs -c "SELECT count(*) FROM $t") rows"
+    [[ $n == $(rows qs $t) ]] || fail "[VACUUM] ${t}_fp holds $n entries on the standby, $t has $(rows qs $t) rows"
 done
 step "inserts into freed space" "INSERT INTO docs (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 2000);
     INSERT INTO docs (fp) SELECT flip(fp, (pid % 3)::int)::simhash64 FROM probes, generate_series(1, 5);
@@ -177,4 +192,106 @@ step "CREATE INDEX CONCURRENTLY" "CREATE INDEX CONCURRENTLY docs8_fp ON docs8 US
 step "more inserts and VACUUM" "INSERT INTO docs8 (fp) SELECT flip(fp, 1) FROM gen LIMIT 1000;
     DELETE FROM docs8 WHERE id % 2 = 0"
 step "final VACUUM" "VACUUM docs8"
+# --- merges through replication, with lookups on the standby while it replays them.
+STAGE="merges"
+qp >/dev/null -c "CREATE EXTENSION pageinspect"
+qp >/dev/null <<'SQL'
+CREATE TABLE stream (id bigserial PRIMARY KEY, fp simhash64, note int DEFAULT 0);
+CREATE INDEX stream_fp ON stream USING hamming (fp) WITH (pending_limit = 500);
+-- gen's rows (the probes' neighbours), in transactions of 200 rows: runs from the start.
+DO $$ BEGIN FOR i IN 0..47 LOOP
+    INSERT INTO stream (fp) SELECT fp::simhash64 FROM gen WHERE n > i * 200 AND n <= (i + 1) * 200;
+    COMMIT;
+END LOOP; END $$;
+SQL
+# ids taken so far (metapage, after the page header: magic, version, max_distance, next_id):
+# one per pending list and per run written.
+next_id() { qp -c "SELECT get_byte(p, 36) + (get_byte(p, 37) << 8) + (get_byte(p, 38) << 16) FROM get_raw_page('stream_fp', 0) p"; }
+ids_before=$(next_id)
+pick="(SELECT 1 + floor(random() * (SELECT max(id) FROM stream))::bigint)"
+load_sql() { # N TEXT: TEXT N times
+    local i
+    for ((i = 0; i < $1; i++)); do printf '%s\n' "$2"; done
+}
+load_sql 5000 "INSERT INTO stream (fp) SELECT CASE WHEN random() < 0.02 THEN NULL ELSE rnd64()::simhash64 END FROM generate_series(1, 20);
+INSERT INTO stream (fp) SELECT flip(fp, 1 + floor(random() * 3)::int)::simhash64 FROM gen WHERE n = (SELECT 1 + floor(random() * 9510)::int);" \
+    >"$PRIMARY/stream_insert.sql"
+load_sql 5000 "UPDATE stream SET fp = flip(fp::bigint, 1)::simhash64 WHERE id = $pick;
+DELETE FROM stream WHERE id IN (SELECT 1 + floor(random() * (SELECT max(id) FROM stream))::bigint FROM generate_series(1, 40));
+VACUUM stream;
+SELECT pg_sleep(0.1);" >"$PRIMARY/stream_vacuum.sql"
+loaders=()
+cleanup_loaders() { local pid; for pid in "${loaders[@]}"; do kill "$pid" 2>/dev/null || true; done; }
+trap 'cleanup_loaders; cleanup' EXIT
+for f in insert insert vacuum; do
+    qp -f "$PRIMARY/stream_$f.sql" >>"$PRIMARY/stream_$f.log" 2>&1 &
+    loaders+=($!)
+done
+
+# Lookups on the standby meanwhile, in rounds of one psql session each: for every probe
+# the ball of radius 3 through an index scan and through a bitmap scan, and the 20 nearest
+# rows. After each query psql prints its SQLSTATE: 40001 (a page the replayed merges
+# reused under the scan, or another conflict with recovery) is counted, and the query is
+# asked again in the next round; any other error fails.
+{
+    echo "\\set ON_ERROR_STOP 0"
+    echo "\\set VERBOSITY verbose"
+    for pid in $(seq 50); do
+        ball="SELECT count(*) FROM probes p JOIN stream d ON d.fp <@ hamming_ball(p.fp::simhash64, 3) WHERE p.pid = $pid;"
+        for settings in "$force_bitmap" "$force_index"; do
+            echo "RESET ALL;"
+            for setting in $settings; do [[ $setting == -c ]] || echo "SET ${setting/=/ = };"; done
+            echo "$ball"
+            echo "\\echo SQLSTATE :SQLSTATE"
+        done
+        echo "SELECT sum(x.dist) FROM probes p CROSS JOIN LATERAL (SELECT d.fp <~> p.fp::simhash64 AS dist FROM stream d
+            WHERE d.fp IS NOT NULL ORDER BY d.fp <~> p.fp::simhash64 LIMIT 20) x WHERE p.pid = $pid;"
+        echo "\\echo SQLSTATE :SQLSTATE"
+    done
+} >"$STANDBY/lookups.sql"
+t_load=$SECONDS
+rounds=0
+while ((SECONDS - t_load < 12)); do
+    psql -XqAt -h "$STANDBY" -p 5432 -U postgres -d postgres -f "$STANDBY/lookups.sql" >"$STANDBY/lookups.out" 2>&1 || true
+    rounds=$((rounds + 1))
+    cat "$STANDBY/lookups.out" >>"$STANDBY/lookups.all"
+    if grep -E "^SQLSTATE " "$STANDBY/lookups.out" | grep -vqE "^SQLSTATE (00000|40001)$"; then
+        fail "[$STAGE] a standby lookup failed during replay: $(grep -E "ERROR|FATAL" "$STANDBY/lookups.out" | grep -v " 40001:" | head -3)"
+    fi
+    [[ $(grep -c "^SQLSTATE " "$STANDBY/lookups.out") == 150 ]] ||
+        fail "[$STAGE] a round of standby lookups broke off: $(tail -3 "$STANDBY/lookups.out")"
+done
+ANSWERED=$(grep -c "^SQLSTATE 00000$" "$STANDBY/lookups.all" || true)
+CANCELLED=$(grep -c "^SQLSTATE 40001$" "$STANDBY/lookups.all" || true)
+for i in "${!loaders[@]}"; do
+    kill -0 "${loaders[$i]}" 2>/dev/null || fail "[$STAGE] loader $i ended early: $(tail -n 3 "$PRIMARY"/stream_*.log)"
+done
+# Their backends end with their current statements (a VACUUM goes on after its client
+# is gone): the primary must be quiet before the standby catches up for good.
+qp -c "SELECT pg_terminate_backend(pid, 30000) FROM pg_stat_activity
+    WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()" >/dev/null
+for pid in "${loaders[@]}"; do wait "$pid" 2>/dev/null || true; done
+loaders=()
+if grep -h "ERROR" "$PRIMARY"/stream_*.log | grep -q .; then
+    fail "[$STAGE] a loading session failed: $(grep -h ERROR "$PRIMARY"/stream_*.log | head -3)"
+fi
+ids=$(($(next_id) - ids_before))
+echo "check_index_standby: $ids ids taken on the primary (pending lists sealed, runs written) in $((SECONDS - t_load)) s;" \
+    "$ANSWERED standby lookups answered meanwhile in $rounds rounds, $CANCELLED cancelled (40001) and asked again"
+grep -E "^(ERROR|FATAL): +40001:" "$STANDBY/lookups.all" | sed -E 's/block [0-9]+/block N/' | sort | uniq -c | sed 's/^ */    /' || true
+# 2 ids per pending list written as a run; at least one a second with a limit of 500.
+((ids >= 20)) || fail "[$STAGE] only $ids ids taken on the primary: too few merges"
+
+STAGE="after the merges, VACUUM"
+qp -c "VACUUM stream"
+synced
+compare stream stream_fp
+n=$(qs -c "SELECT hamming_index_check('stream_fp')")
+[[ $n == $(rows qs stream) ]] || fail "[$STAGE] stream_fp holds $n entries on the standby, stream has $(rows qs stream) rows"
+# Once more after inserts that merge into the pages VACUUM recycled.
+STAGE="inserts after the merges"
+qp -c "INSERT INTO stream (fp) SELECT flip(fp, (pid % 3)::int)::simhash64 FROM probes, generate_series(1, 5);
+    INSERT INTO stream (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 3000)"
+synced
+compare stream stream_fp
 echo "check_index_standby: ok in $((SECONDS - T0)) s ($COMPARED (probe, k, row) matches compared per way of asking)"
