@@ -448,16 +448,8 @@ impl Meta {
         Ok(())
     }
 
-    /// Where `write` puts the open pending list, so that an insert can rewrite it alone.
-    pub const PENDING_AT: usize = 16;
-
-    pub fn write_pending(list: &List, out: &mut [u8]) {
-        let mut w = Writer {
-            out,
-            at: Meta::PENDING_AT,
-        };
-        w.list(list);
-    }
+    /// Where `write` puts the open pending list.
+    const PENDING_AT: usize = 16;
 
     pub fn read(bytes: &[u8]) -> Result<Meta, MetaError> {
         let mut r = Reader { bytes, at: 0 };
@@ -711,13 +703,6 @@ mod tests {
         m.write(&mut buf);
         assert_eq!(Meta::read(&buf), Ok(m.clone()));
         assert_eq!(Meta::read_pending(&buf), Ok(m.pending));
-        let moved = List {
-            tail: 45,
-            pages: 5,
-            ..m.pending
-        };
-        Meta::write_pending(&moved, &mut buf);
-        assert_eq!(Meta::read(&buf).unwrap().pending, moved);
         assert_eq!(m.run_rows(), 16_000);
         assert!(Meta::read(&[0u8; 64]).is_err());
         assert!(Meta::read(&buf[..30]).is_err());

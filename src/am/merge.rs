@@ -189,10 +189,7 @@ fn merge(index: pg_sys::Relation, m: &Meta, inputs: Vec<Run>, sealed: Option<Lis
         nulls_pages: 0,
         tables: vec![Tree::EMPTY; layout.tables().len()],
     });
-    after.garbage.extend(inputs.iter().map(|r| Garbage {
-        since: 0,
-        dead: Dead::Run(r.clone()),
-    }));
+    after.garbage.extend(runs_as_garbage(inputs.iter(), 0));
     if let Some(s) = &sealed {
         after.garbage.push(Garbage {
             since: 0,
@@ -248,10 +245,7 @@ fn merge(index: pg_sys::Relation, m: &Meta, inputs: Vec<Run>, sealed: Option<Lis
             m.runs.push(new_run);
         }
         m.runs.sort_by_key(|r| std::cmp::Reverse(r.rows));
-        m.garbage.extend(inputs.iter().map(|r| Garbage {
-            since,
-            dead: Dead::Run(r.clone()),
-        }));
+        m.garbage.extend(runs_as_garbage(inputs.iter(), since));
         if let Some(list) = sealed_list {
             m.sealed = List::empty(0);
             m.garbage.push(Garbage {
@@ -279,10 +273,7 @@ fn merge_by_table(index: pg_sys::Relation, m: &Meta, inputs: &[Run]) -> bool {
         ..inputs[0].clone()
     });
     // Garbage for one table of each input.
-    after.garbage.extend(inputs.iter().map(|r| Garbage {
-        since: 0,
-        dead: Dead::Run(r.clone()),
-    }));
+    after.garbage.extend(runs_as_garbage(inputs.iter(), 0));
     if !meta::fits(&after) {
         return false;
     }
@@ -317,10 +308,9 @@ fn continue_by_table(index: pg_sys::Relation, id: u32) -> bool {
             return true;
         };
         let mut after = m.clone();
-        after.garbage.extend(inputs.iter().map(|r| Garbage {
-            since: 0,
-            dead: Dead::Run((*r).clone()),
-        }));
+        after
+            .garbage
+            .extend(runs_as_garbage(inputs.iter().copied(), 0));
         if !meta::fits(&after) {
             return false;
         }
@@ -388,6 +378,17 @@ fn continue_by_table(index: pg_sys::Relation, id: u32) -> bool {
         });
         recycle_now(index);
     }
+}
+
+/// Runs merged away, as garbage since `since` (0 when only the metapage's size is asked).
+fn runs_as_garbage<'a>(
+    runs: impl Iterator<Item = &'a Run> + 'a,
+    since: u64,
+) -> impl Iterator<Item = Garbage> + 'a {
+    runs.map(move |r| Garbage {
+        since,
+        dead: Dead::Run(r.clone()),
+    })
 }
 
 /// Table `t` of `layout` over the inputs, sorted. Inputs with the same layout give their
