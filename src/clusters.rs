@@ -1,17 +1,23 @@
-//! Duplicate clusters (Zhu et al.): connected components of near-duplicate pairs, with a
-//! deterministic label (the smallest id) and a representative chosen by priority. Neither
+//! Duplicate clusters (Zhu et al.): connected components of near-duplicate pairs, or stars
+//! around representatives (`method => 'representatives'`, which do not chain), of simhash
+//! fingerprints within a Hamming distance or minhash sketches above a Jaccard threshold,
+//! with a deterministic label (the smallest id) and a representative chosen by priority. Neither
 //! function holds the pairs: components are merged as the edges stream in, and
 //! `neardup_clusters` links equal fingerprints by a sort and the others as the batch
 //! search finds them (`neardup_core::components::near_duplicate_components`). What they do
 //! hold, a few bytes per row, is bounded by `maintenance_work_mem`.
 
 use crate::errors;
+use crate::lsh::banding_for_threshold;
+use crate::lsh::pairs::{read_sketches, TableSketches};
 use crate::memory::RowBudget;
 use crate::priority;
 use crate::table_args::{checked_distance, for_each_row, quote_ident, relation_name};
 use neardup_core::components::{
     near_duplicate_components, near_duplicate_components_bytes_per_row, UnionFind,
 };
+use neardup_core::lsh::{check_threshold, BandPairs};
+use neardup_core::representatives::{greedy_representatives, MinhashNeighbors, SimhashNeighbors};
 use pgrx::prelude::*;
 use pgrx::spi::SpiHeapTupleData;
 use pgrx::PgSqlErrorCode;
@@ -92,13 +98,77 @@ fn type_name(oid: pg_sys::Oid) -> String {
         .into_owned()
 }
 
+/// The rows of a cluster-table output: (id, cluster label, is the representative).
+type ClusterRows = TableIterator<
+    'static,
+    (
+        name!(id, i64),
+        name!(cluster_id, i64),
+        name!(is_representative, bool),
+    ),
+>;
+
+/// How `neardup_clusters` groups near-duplicates.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Method {
+    /// Connected components of the near-duplicate pairs (which chain).
+    Components,
+    /// Stars: each member within the threshold of its representative
+    /// (`neardup_core::representatives`).
+    Representatives,
+}
+
+fn method(function: &str, name: Option<&str>) -> Method {
+    match name.unwrap_or("components") {
+        "components" => Method::Components,
+        "representatives" => Method::Representatives,
+        other => errors::invalid_parameter(format!(
+            "{function}: method must be 'components' or 'representatives', not '{other}'"
+        )),
+    }
+}
+
+/// `SELECT id, signature FROM table ORDER BY priority, id`, with the columns checked and
+/// quoted; the signature as `signature_sql` writes it.
+fn rows_in_priority_order(
+    relation: &str,
+    id_column: &str,
+    signature_sql: &str,
+    priority: Option<&str>,
+) -> String {
+    let id = quote_ident(id_column);
+    let order = match priority {
+        Some(p) => format!(
+            "{}, {id}",
+            priority::checked("neardup_clusters", relation, p)
+        ),
+        None => id.clone(),
+    };
+    format!("SELECT {id}::bigint, {signature_sql} FROM {relation} ORDER BY {order}")
+}
+
+/// The row in priority order that represents each row's component: its first.
+fn first_of_each_component(components: &mut UnionFind, rows: usize) -> Vec<u32> {
+    let mut first = vec![u32::MAX; rows];
+    (0..rows as u32)
+        .map(|r| {
+            let root = components.find(r) as usize;
+            if first[root] == u32::MAX {
+                first[root] = r;
+            }
+            first[root]
+        })
+        .collect()
+}
+
 #[pg_extern(sql = "
 CREATE FUNCTION neardup_clusters(tbl regclass, id_column text, signature_column text,
-                                 max_distance integer, priority text DEFAULT NULL)
+                                 max_distance integer, priority text DEFAULT NULL,
+                                 method text DEFAULT 'components')
     RETURNS TABLE (id bigint, cluster_id bigint, is_representative boolean)
     STABLE LANGUAGE c AS 'MODULE_PATHNAME', '@FUNCTION_NAME@';
-COMMENT ON FUNCTION neardup_clusters(regclass, text, text, integer, text) IS
-    'every row of the table with its cluster (smallest id among rows linked by near-duplicate pairs) and whether it is the cluster''s representative (first by priority, else smallest id)';
+COMMENT ON FUNCTION neardup_clusters(regclass, text, text, integer, text, text) IS
+    'every row of the table with its cluster of simhash near-duplicates (labelled by its smallest id) and whether it is the cluster''s representative (first by priority, else smallest id); method ''components'' links chains of pairs, ''representatives'' keeps every member within max_distance of its representative';
 ")]
 fn neardup_clusters(
     tbl: Option<pg_sys::Oid>,
@@ -106,6 +176,7 @@ fn neardup_clusters(
     signature_column: Option<&str>,
     max_distance: Option<i32>,
     priority: Option<&str>,
+    method: Option<&str>,
 ) -> TableIterator<
     'static,
     (
@@ -119,28 +190,20 @@ fn neardup_clusters(
     else {
         errors::null_not_allowed("neardup_clusters: only priority may be NULL");
     };
+    let method = self::method("neardup_clusters", method);
     let max_distance = checked_distance("neardup_clusters", max_distance);
     let relation = relation_name("neardup_clusters", tbl);
-    let id = quote_ident(id_column);
-    let order = match priority {
-        Some(p) => format!(
-            "{}, {id}",
-            priority::checked("neardup_clusters", &relation, p)
-        ),
-        None => id.clone(),
+    let signature = format!("{}::bigint", quote_ident(signature_column));
+    let query = rows_in_priority_order(&relation, id_column, &signature, priority);
+    // Per row with a fingerprint: its id and fingerprint, the search's working set, then
+    // its representative and output slot. Rows without one are clusters of their own:
+    // only their id is kept.
+    let working_set = match method {
+        Method::Components => near_duplicate_components_bytes_per_row(),
+        Method::Representatives => SimhashNeighbors::bytes_per_row(u32::MAX.into(), max_distance)
+            .unwrap_or_else(|e| errors::invalid_parameter(e.0)),
     };
-    // Rows in priority order: the first row of a cluster is its representative.
-    let query = format!(
-        "SELECT {id}::bigint, {sig}::bigint FROM {relation} ORDER BY {order}",
-        sig = quote_ident(signature_column)
-    );
-    // Per row with a fingerprint: its id and fingerprint, then the components' working set,
-    // then (with the fingerprint gone) its root, label, representative and output slot.
-    // Rows without one are clusters of their own: only their id is kept.
-    let budget = RowBudget::maintenance(
-        "neardup_clusters",
-        8 + 8 + near_duplicate_components_bytes_per_row(),
-    );
+    let budget = RowBudget::maintenance("neardup_clusters", 8 + 8 + 8 + working_set);
     let (mut ids, mut fps, mut alone) = (Vec::new(), Vec::new(), Vec::new());
     for_each_row("neardup_clusters", &query, |row| {
         budget.admit(ids.len() + alone.len() + 1);
@@ -155,28 +218,118 @@ fn neardup_clusters(
             None => alone.push(id),
         }
     });
-    let mut components = near_duplicate_components(&fps, max_distance)
-        .unwrap_or_else(|e| errors::invalid_parameter(e.0));
-    drop(fps);
-    // Per component root: its smallest id and its first row in priority order.
+    let rows = ids.len();
+    let representative = match method {
+        Method::Components => {
+            let mut components = near_duplicate_components(&fps, max_distance)
+                .unwrap_or_else(|e| errors::invalid_parameter(e.0));
+            first_of_each_component(&mut components, rows)
+        }
+        Method::Representatives => {
+            let neighbors = SimhashNeighbors::new(fps, max_distance)
+                .unwrap_or_else(|e| errors::invalid_parameter(e.0));
+            greedy_representatives(rows, |r, emit| neighbors.emit(r, emit))
+        }
+    };
+    cluster_rows(ids, alone, representative)
+}
+
+#[pg_extern(
+    name = "neardup_clusters",
+    sql = "
+CREATE FUNCTION neardup_clusters(tbl regclass, id_column text, signature_column text,
+                                 min_jaccard double precision, priority text DEFAULT NULL,
+                                 method text DEFAULT 'components')
+    RETURNS TABLE (id bigint, cluster_id bigint, is_representative boolean)
+    STABLE LANGUAGE c AS 'MODULE_PATHNAME', '@FUNCTION_NAME@';
+COMMENT ON FUNCTION neardup_clusters(regclass, text, text, double precision, text, text) IS
+    'every row of the table with its cluster of minhash near-duplicates (pairs sharing an LSH band with a Jaccard estimate of at least min_jaccard, as minhash_pairs finds them), labelled by its smallest id, and whether it is the cluster''s representative; method ''components'' or ''representatives'' as for simhash';
+"
+)]
+fn neardup_clusters_minhash(
+    tbl: Option<pg_sys::Oid>,
+    id_column: Option<&str>,
+    signature_column: Option<&str>,
+    min_jaccard: Option<f64>,
+    priority: Option<&str>,
+    method: Option<&str>,
+) -> TableIterator<
+    'static,
+    (
+        name!(id, i64),
+        name!(cluster_id, i64),
+        name!(is_representative, bool),
+    ),
+> {
+    let (Some(tbl), Some(id_column), Some(signature_column), Some(min_jaccard)) =
+        (tbl, id_column, signature_column, min_jaccard)
+    else {
+        errors::null_not_allowed("neardup_clusters: only priority may be NULL");
+    };
+    let method = self::method("neardup_clusters", method);
+    if let Err(e) = check_threshold(min_jaccard) {
+        errors::invalid_parameter(format!("neardup_clusters: {e}"));
+    }
+    let relation = relation_name("neardup_clusters", tbl);
+    let query = rows_in_priority_order(
+        &relation,
+        id_column,
+        &quote_ident(signature_column),
+        priority,
+    );
+    // Beside the id and sketch: the union-find and one band's sort, or every band's sort;
+    // then the representative and output slot.
+    let working_set = |num_hashes: usize| {
+        let banding = banding_for_threshold("neardup_clusters", min_jaccard, num_hashes);
+        8 + match method {
+            Method::Components => 8 + BandPairs::bytes_per_row(),
+            Method::Representatives => MinhashNeighbors::bytes_per_row(&banding),
+        }
+    };
+    let TableSketches {
+        keys,
+        sketches,
+        without_sketch,
+    } = read_sketches("neardup_clusters", &query, working_set);
+    let rows = keys.len();
+    let representative = if rows == 0 {
+        Vec::new()
+    } else {
+        let banding = banding_for_threshold("neardup_clusters", min_jaccard, sketches.num_hashes());
+        match method {
+            Method::Components => {
+                let mut components = UnionFind::new(rows);
+                let pairs = BandPairs::new(sketches, banding, min_jaccard)
+                    .unwrap_or_else(|e| errors::invalid_parameter(e.0));
+                for (a, b, _) in pairs {
+                    components.union(a, b);
+                }
+                first_of_each_component(&mut components, rows)
+            }
+            Method::Representatives => {
+                let neighbors = MinhashNeighbors::new(sketches, banding, min_jaccard);
+                greedy_representatives(rows, |r, emit| neighbors.emit(r, emit))
+            }
+        }
+    };
+    cluster_rows(keys, without_sketch, representative)
+}
+
+/// The output of `neardup_clusters`: rows with a signature, each with its representative
+/// (a row number), and rows without one (clusters of their own), all in id order; a
+/// cluster's label is its smallest id. ERROR 23505 when an id repeats.
+fn cluster_rows(ids: Vec<i64>, mut alone: Vec<i64>, representative: Vec<u32>) -> ClusterRows {
     let rows = ids.len();
     let mut label = vec![i64::MAX; rows];
-    let mut representative = vec![u32::MAX; rows];
-    let roots: Vec<u32> = (0..rows as u32).map(|r| components.find(r)).collect();
-    drop(components);
-    for (r, &root) in roots.iter().enumerate() {
-        let root = root as usize;
-        label[root] = label[root].min(ids[r]);
-        if representative[root] == u32::MAX {
-            representative[root] = r as u32;
-        }
+    for (r, &rep) in representative.iter().enumerate() {
+        label[rep as usize] = label[rep as usize].min(ids[r]);
     }
     let mut by_id: Vec<u32> = (0..rows as u32).collect();
     by_id.sort_unstable_by_key(|&r| ids[r as usize]);
     alone.sort_unstable();
     let clustered = by_id.into_iter().map(move |r| {
-        let root = roots[r as usize] as usize;
-        (ids[r as usize], label[root], representative[root] == r)
+        let rep = representative[r as usize];
+        (ids[r as usize], label[rep as usize], rep == r)
     });
     let alone = alone.into_iter().map(|id| (id, id, true));
     let mut previous = None;

@@ -14,6 +14,7 @@ mod cluster_tracking;
 mod clusters;
 mod errors;
 mod hamming_query;
+mod lsh;
 mod memory;
 mod neardup_keep;
 mod priority;
@@ -67,6 +68,7 @@ mod tests {
     include!("cluster_tracking/tests.rs");
     include!("bloom_signature_tests.rs");
     include!("shingling/tests.rs");
+    include!("lsh/tests.rs");
     include!("neardup_keep_tests.rs");
     include!("hamming_query/tests.rs");
     include!("hardening_tests.rs");

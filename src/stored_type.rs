@@ -25,6 +25,17 @@ pub unsafe fn varlena_bytes<'a>(datum: pgrx::pg_sys::Datum) -> &'a [u8] {
     }
 }
 
+/// Whether `oid` is the type named `name` in whatever schema: SPI reads of these types
+/// then work when the extension's schema is not on the search_path (`type_oid` looks the
+/// name up through it).
+pub fn type_is_named(oid: pgrx::pg_sys::Oid, name: &str) -> bool {
+    // SAFETY: format_type_extended returns a palloc'd name for any type OID.
+    let formatted =
+        unsafe { std::ffi::CStr::from_ptr(pgrx::pg_sys::format_type_extended(oid, -1, 0)) };
+    let formatted = formatted.to_string_lossy();
+    formatted == name || formatted.ends_with(&format!(".{name}"))
+}
+
 /// A new varlena holding `bytes`, in the current memory context.
 pub fn varlena_datum(bytes: &[u8]) -> pgrx::pg_sys::Datum {
     let varlena = pgrx::varlena::rust_byte_slice_to_bytea(bytes);
@@ -93,6 +104,10 @@ macro_rules! stored_type {
 
             fn type_oid() -> pgrx::pg_sys::Oid {
                 pgrx::rust_regtypein::<Self>()
+            }
+
+            fn is_compatible_with(other: pgrx::pg_sys::Oid) -> bool {
+                $crate::stored_type::type_is_named(other, $sql)
             }
         }
 
