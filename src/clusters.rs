@@ -118,6 +118,7 @@ enum Method {
     Representatives,
 }
 
+/// The method named `name`; NULL is the default, components.
 fn method(function: &str, name: Option<&str>) -> Method {
     match name.unwrap_or("components") {
         "components" => Method::Components,
@@ -163,14 +164,48 @@ fn first_of_each_component(components: &mut UnionFind, rows: usize) -> Vec<u32> 
 
 #[pg_extern(sql = "
 CREATE FUNCTION neardup_clusters(tbl regclass, id_column text, signature_column text,
-                                 max_distance integer, priority text DEFAULT NULL,
-                                 method text DEFAULT 'components')
+                                 max_distance integer, priority text DEFAULT NULL)
+    RETURNS TABLE (id bigint, cluster_id bigint, is_representative boolean)
+    STABLE LANGUAGE c AS 'MODULE_PATHNAME', '@FUNCTION_NAME@';
+COMMENT ON FUNCTION neardup_clusters(regclass, text, text, integer, text) IS
+    'every row of the table with its cluster (smallest id among rows linked by near-duplicate pairs) and whether it is the cluster''s representative (first by priority, else smallest id)';
+")]
+fn neardup_clusters(
+    tbl: Option<pg_sys::Oid>,
+    id_column: Option<&str>,
+    signature_column: Option<&str>,
+    max_distance: Option<i32>,
+    priority: Option<&str>,
+) -> TableIterator<
+    'static,
+    (
+        name!(id, i64),
+        name!(cluster_id, i64),
+        name!(is_representative, bool),
+    ),
+> {
+    simhash_clusters(
+        tbl,
+        id_column,
+        signature_column,
+        max_distance,
+        priority,
+        Method::Components,
+    )
+}
+
+// A second function rather than a defaulted argument of the first: 0.3.0 databases have
+// views over the five-argument one, which an upgrade cannot drop, and a default on both
+// would make every call ambiguous.
+#[pg_extern(sql = "
+CREATE FUNCTION neardup_clusters(tbl regclass, id_column text, signature_column text,
+                                 max_distance integer, priority text, method text)
     RETURNS TABLE (id bigint, cluster_id bigint, is_representative boolean)
     STABLE LANGUAGE c AS 'MODULE_PATHNAME', '@FUNCTION_NAME@';
 COMMENT ON FUNCTION neardup_clusters(regclass, text, text, integer, text, text) IS
-    'every row of the table with its cluster of simhash near-duplicates (labelled by its smallest id) and whether it is the cluster''s representative (first by priority, else smallest id); method ''components'' links chains of pairs, ''representatives'' keeps every member within max_distance of its representative';
+    'neardup_clusters with a method: ''components'' (the pairs'' connected components) or ''representatives'' (every member within max_distance of its representative)';
 ")]
-fn neardup_clusters(
+fn neardup_clusters_by_method(
     tbl: Option<pg_sys::Oid>,
     id_column: Option<&str>,
     signature_column: Option<&str>,
@@ -185,12 +220,30 @@ fn neardup_clusters(
         name!(is_representative, bool),
     ),
 > {
+    let method = self::method("neardup_clusters", method);
+    simhash_clusters(
+        tbl,
+        id_column,
+        signature_column,
+        max_distance,
+        priority,
+        method,
+    )
+}
+
+fn simhash_clusters(
+    tbl: Option<pg_sys::Oid>,
+    id_column: Option<&str>,
+    signature_column: Option<&str>,
+    max_distance: Option<i32>,
+    priority: Option<&str>,
+    method: Method,
+) -> ClusterRows {
     let (Some(tbl), Some(id_column), Some(signature_column), Some(max_distance)) =
         (tbl, id_column, signature_column, max_distance)
     else {
         errors::null_not_allowed("neardup_clusters: only priority may be NULL");
     };
-    let method = self::method("neardup_clusters", method);
     let max_distance = checked_distance("neardup_clusters", max_distance);
     let relation = relation_name("neardup_clusters", tbl);
     let signature = format!("{}::bigint", quote_ident(signature_column));

@@ -75,7 +75,7 @@ fn representatives_do_not_chain() {
     assert_eq!(clusters(""), "1:1:true,2:1:false,3:1:false,4:1:false,5:1:false,6:6:true");
     // By id: 1 takes 2; 3 takes 4; 5 alone. By rank: 5 takes 4; 3 takes 2; 1 alone.
     assert_eq!(
-        clusters(", method => 'representatives'"),
+        clusters(", priority => NULL, method => 'representatives'"),
         "1:1:true,2:1:false,3:3:true,4:3:false,5:5:true,6:6:true"
     );
     assert_eq!(
@@ -83,7 +83,7 @@ fn representatives_do_not_chain() {
         "1:1:true,2:2:false,3:2:true,4:4:false,5:4:true,6:6:true"
     );
     assert_eq!(
-        sqlstate("SELECT * FROM neardup_clusters('chain', 'id', 'fp', 1, method => 'stars')").as_deref(),
+        sqlstate("SELECT * FROM neardup_clusters('chain', 'id', 'fp', 1, NULL, 'stars')").as_deref(),
         Some("22023")
     );
 }
