@@ -6,11 +6,15 @@
 //!
 //! Usage: neardup-quality CORPUS.tsv (see pg_test_data/README.md; bench/quality.sh picks
 //! the corpus). Every sample comes from a fixed-seed generator, so runs are repeatable.
+//!
+//! `neardup-quality --lsh-truth CORPUS.tsv OUTDIR [LOWEST]` only writes the exact ground
+//! truth of bench/lsh.sh (exp_lsh) and exits.
 
 mod configs;
 mod corpus;
 mod edits;
 mod exp_edit;
+mod exp_lsh;
 mod exp_natural;
 mod exp_pages;
 mod exp_shingling;
@@ -34,6 +38,20 @@ use std::time::Instant;
 
 fn main() -> Result<(), Box<dyn Error>> {
     let mut args = std::env::args_os().skip(1);
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == "--lsh-truth")
+    {
+        let usage = "usage: neardup-quality --lsh-truth CORPUS.tsv OUTDIR [LOWEST]";
+        let (_, Some(corpus), Some(out_dir)) = (args.next(), args.next(), args.next()) else {
+            return Err(usage.into());
+        };
+        let lowest = match args.next() {
+            Some(t) => t.to_str().and_then(|t| t.parse().ok()).ok_or(usage)?,
+            None => 0.5,
+        };
+        return exp_lsh::run(Path::new(&corpus), Path::new(&out_dir), lowest);
+    }
     let (Some(path), None) = (args.next(), args.next()) else {
         return Err("usage: neardup-quality CORPUS.tsv".into());
     };
