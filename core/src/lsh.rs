@@ -218,11 +218,24 @@ fn integrate(f: impl Fn(f64) -> f64, a: f64, b: f64) -> f64 {
 /// band has 14 rows).
 #[inline]
 pub fn band_value(band: &[u32]) -> u64 {
-    let mut bytes = [0u8; 4 * MAX_NUM_HASHES];
-    for (chunk, v) in bytes.chunks_exact_mut(4).zip(band) {
-        chunk.copy_from_slice(&v.to_le_bytes());
+    // Bands of up to 32 rows (every banding chosen for 256 minvalues or fewer) are encoded
+    // on the stack: this runs once per row and band.
+    const STACK_ROWS: usize = 32;
+    let encode = |bytes: &mut [u8]| {
+        for (chunk, v) in bytes.chunks_exact_mut(4).zip(band) {
+            chunk.copy_from_slice(&v.to_le_bytes());
+        }
+    };
+    if band.len() <= STACK_ROWS {
+        let mut bytes = [0u8; 4 * STACK_ROWS];
+        let bytes = &mut bytes[..4 * band.len()];
+        encode(bytes);
+        hash_bytes(bytes)
+    } else {
+        let mut bytes = vec![0u8; 4 * band.len()];
+        encode(&mut bytes);
+        hash_bytes(&bytes)
     }
-    hash_bytes(&bytes[..4 * band.len()])
 }
 
 /// The key of band `band` with value `value`: the band number above the value's top bits.
@@ -460,6 +473,17 @@ mod tests {
         assert!(keys
             .iter()
             .all(|&k| k << BAND_BITS == band_value(&[7, 7]) >> BAND_BITS << BAND_BITS));
+    }
+
+    #[test]
+    fn band_values_hash_little_endian_minvalues_of_any_length() {
+        for len in [1u32, 14, 32, 33, 100] {
+            let band: Vec<u32> = (0..len)
+                .map(|i| 0x0102_0304u32.wrapping_mul(i + 1))
+                .collect();
+            let bytes: Vec<u8> = band.iter().flat_map(|v| v.to_le_bytes()).collect();
+            assert_eq!(band_value(&band), hash_bytes(&bytes), "{len} rows");
+        }
     }
 
     #[test]
