@@ -27,13 +27,24 @@ pub unsafe fn varlena_bytes<'a>(datum: pgrx::pg_sys::Datum) -> &'a [u8] {
 
 /// Whether `oid` is the type named `name` in whatever schema: SPI reads of these types
 /// then work when the extension's schema is not on the search_path (`type_oid` looks the
-/// name up through it).
-pub fn type_is_named(oid: pgrx::pg_sys::Oid, name: &str) -> bool {
+/// name up through it). The last match is remembered, since a table read asks once a row.
+pub fn type_is_named(oid: pgrx::pg_sys::Oid, name: &'static str) -> bool {
+    thread_local! {
+        static LAST_MATCH: std::cell::Cell<Option<(pgrx::pg_sys::Oid, &'static str)>> =
+            const { std::cell::Cell::new(None) };
+    }
+    if LAST_MATCH.get() == Some((oid, name)) {
+        return true;
+    }
     // SAFETY: format_type_extended returns a palloc'd name for any type OID.
     let formatted =
         unsafe { std::ffi::CStr::from_ptr(pgrx::pg_sys::format_type_extended(oid, -1, 0)) };
     let formatted = formatted.to_string_lossy();
-    formatted == name || formatted.ends_with(&format!(".{name}"))
+    let matches = formatted == name || formatted.ends_with(&format!(".{name}"));
+    if matches {
+        LAST_MATCH.set(Some((oid, name)));
+    }
+    matches
 }
 
 /// A new varlena holding `bytes`, in the current memory context.

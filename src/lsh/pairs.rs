@@ -41,12 +41,15 @@ pub(crate) fn read_sketches(
         let key = row.get::<i64>(1).ok().flatten().unwrap_or_else(|| {
             errors::null_not_allowed(format!("{function}: the key column has NULLs"))
         });
-        let column_type = row.get_datum_by_ordinal(2).map(|c| c.oid());
-        if !column_type.is_ok_and(|oid| type_is_named(oid, "minhash_sketch")) {
-            errors::raise(
-                PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
-                format!("{function}: the sketch column must be of type minhash_sketch"),
-            );
+        // Every row has the column's type: checked once, with the first.
+        if keys.is_empty() && without_sketch.is_empty() {
+            let column_type = row.get_datum_by_ordinal(2).map(|c| c.oid());
+            if !column_type.is_ok_and(|oid| type_is_named(oid, "minhash_sketch")) {
+                errors::raise(
+                    PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+                    format!("{function}: the sketch column must be of type minhash_sketch"),
+                );
+            }
         }
         let sketch = row.get::<Minhash>(2).expect("a minhash_sketch column");
         let Some(Minhash(sketch)) = sketch else {
