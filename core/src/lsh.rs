@@ -175,28 +175,31 @@ pub fn check_threshold(threshold: f64) -> Result<(), BandingError> {
 /// Adaptive Simpson quadrature to an absolute error of about 1e-12: the S-curve of many rows
 /// is a steep step that a fixed grid would blur.
 fn integrate(f: impl Fn(f64) -> f64, a: f64, b: f64) -> f64 {
+    /// A point of the curve: (s, f(s)).
+    type Point = (f64, f64);
+    /// Simpson's rule on [left, right] with midpoint `mid`, refined until the halves agree.
     fn step(
         f: &impl Fn(f64) -> f64,
-        a: f64,
-        b: f64,
-        fa: f64,
-        fm: f64,
-        fb: f64,
+        left: Point,
+        mid: Point,
+        right: Point,
         whole: f64,
         tolerance: f64,
         depth: u32,
     ) -> f64 {
-        let m = 0.5 * (a + b);
-        let (lm, rm) = (0.5 * (a + m), 0.5 * (m + b));
-        let (flm, frm) = (f(lm), f(rm));
-        let left = (m - a) / 6.0 * (fa + 4.0 * flm + fm);
-        let right = (b - m) / 6.0 * (fm + 4.0 * frm + fb);
-        let delta = left + right - whole;
+        let half = |p: Point, q: Point, r: Point| (r.0 - p.0) / 6.0 * (p.1 + 4.0 * q.1 + r.1);
+        let point = |s: f64| (s, f(s));
+        let (left_mid, right_mid) = (
+            point(0.5 * (left.0 + mid.0)),
+            point(0.5 * (mid.0 + right.0)),
+        );
+        let (l, r) = (half(left, left_mid, mid), half(mid, right_mid, right));
+        let delta = l + r - whole;
         if depth == 0 || delta.abs() <= 15.0 * tolerance {
-            return left + right + delta / 15.0;
+            return l + r + delta / 15.0;
         }
-        step(f, a, m, fa, flm, fm, left, tolerance / 2.0, depth - 1)
-            + step(f, m, b, fm, frm, fb, right, tolerance / 2.0, depth - 1)
+        step(f, left, left_mid, mid, l, tolerance / 2.0, depth - 1)
+            + step(f, mid, right_mid, right, r, tolerance / 2.0, depth - 1)
     }
     if b <= a {
         return 0.0;
@@ -207,9 +210,13 @@ fn integrate(f: impl Fn(f64) -> f64, a: f64, b: f64) -> f64 {
     (0..PIECES)
         .map(|i| {
             let (x0, x1) = (a + i as f64 * width, a + (i + 1) as f64 * width);
-            let (f0, fm, f1) = (f(x0), f(0.5 * (x0 + x1)), f(x1));
-            let whole = (x1 - x0) / 6.0 * (f0 + 4.0 * fm + f1);
-            step(&f, x0, x1, f0, fm, f1, whole, 1e-12 / PIECES as f64, 40)
+            let (left, mid, right) = (
+                (x0, f(x0)),
+                (0.5 * (x0 + x1), f(0.5 * (x0 + x1))),
+                (x1, f(x1)),
+            );
+            let whole = (x1 - x0) / 6.0 * (left.1 + 4.0 * mid.1 + right.1);
+            step(&f, left, mid, right, whole, 1e-12 / PIECES as f64, 40)
         })
         .sum()
 }

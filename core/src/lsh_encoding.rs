@@ -137,7 +137,7 @@ impl BandKeys {
         let colon = rest.iter().position(|&b| b == b':').ok_or_else(malformed)?;
         let (bands, rows) = (
             number(&rest[..r_at]).ok_or_else(malformed)?,
-            number(&rest.get(r_at + 1..colon).ok_or_else(malformed)?).ok_or_else(malformed)?,
+            number(rest.get(r_at + 1..colon).ok_or_else(malformed)?).ok_or_else(malformed)?,
         );
         let words: Vec<&[u8]> = rest[colon + 1..].split(|&b| b == b':').collect();
         if words.len() != bands {

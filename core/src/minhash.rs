@@ -3,10 +3,13 @@
 //!
 //! # What is hashed
 //!
-//! The shingles are those of [`crate::features`]: runs of `shingle` consecutive tokens
-//! (case folded), each hashed once to 64 bits. A text with fewer tokens than `shingle` (but
-//! at least one) has a single shingle, all of its tokens, so identical short texts match.
-//! Repeated shingles count once: a min does not see multiplicity.
+//! The features of [`crate::features`], each hashed once to 64 bits: by default word
+//! shingles, runs of `shingle` consecutive tokens (case folded); or, for short texts and
+//! texts without spaces between words (Chinese, Japanese), character n-grams of the
+//! canonical form ([`FeatureKind::CharNgrams`], as simhash uses them). A text with fewer
+//! tokens (characters) than the window, but at least one, has a single feature of all it
+//! has, so identical short texts match. Repeated features count once: a min does not see
+//! multiplicity.
 //!
 //! # The hash functions (part of the stored format)
 //!
@@ -35,9 +38,18 @@
 //! # Stored forms
 //!
 //! See [`crate::minhash_encoding`]: 340 bytes (binary) or `m84s8:` and 672 hex digits
-//! (text) for the defaults.
+//! (text) for the defaults; `m84c5:` for 5-character n-grams.
+//!
+//! # Compatibility
+//!
+//! Everything that decides a value is fixed: the features and their hashes, the family's
+//! seed, generator and arithmetic, and which minvalue is which. The vector kernels (AVX2,
+//! AVX-512, picked at run time) compute the portable kernel's values bit for bit, in
+//! another order of the same min operations; the golden vectors in
+//! `tests/golden_minhash.tsv` are checked against every kernel the CPU has. Character
+//! n-grams were added without changing any word-shingle sketch.
 
-use crate::features::{for_each_feature, FeatureKind, FeatureOptions, OptionError, MAX_SHINGLE};
+use crate::features::{for_each_feature, FeatureKind, FeatureOptions, OptionError};
 use crate::splitmix::splitmix64_next;
 use std::fmt;
 
@@ -51,35 +63,38 @@ pub const MAX_NUM_HASHES: usize = 1024;
 /// "neardup1", read big-endian.
 pub const FAMILY_SEED: u64 = 0x6e65_6172_6475_7031;
 
-/// Number of hashes and shingle size, validated once so that sketching cannot fail.
+/// Number of hashes and features (word shingles or character n-grams), validated once
+/// so that sketching cannot fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MinhashOptions {
     num_hashes: usize,
-    shingle: usize,
+    features: FeatureKind,
 }
 
 impl MinhashOptions {
     pub const DEFAULT: MinhashOptions = MinhashOptions {
         num_hashes: DEFAULT_NUM_HASHES,
-        shingle: DEFAULT_SHINGLE,
+        features: FeatureKind::WordShingles(DEFAULT_SHINGLE),
     };
 
-    /// Options from the SQL arguments.
+    /// Word shingles of `shingle` tokens.
     pub fn new(num_hashes: i32, shingle: i32) -> Result<Self, OptionError> {
-        let in_range = |v: i32, max: usize| v >= 1 && v as usize <= max;
-        if !in_range(num_hashes, MAX_NUM_HASHES) {
+        Self::with_features(num_hashes, shingle, 0)
+    }
+
+    /// Options from the SQL arguments: character n-grams of `ngram` characters when
+    /// `ngram` > 0 (then `shingle` is ignored), else word shingles of `shingle` tokens,
+    /// as [`FeatureOptions::new`] reads them.
+    pub fn with_features(num_hashes: i32, shingle: i32, ngram: i32) -> Result<Self, OptionError> {
+        if !(1..=MAX_NUM_HASHES as i32).contains(&num_hashes) {
             return Err(OptionError(format!(
                 "num_hashes must be between 1 and {MAX_NUM_HASHES}"
             )));
         }
-        if !in_range(shingle, MAX_SHINGLE) {
-            return Err(OptionError(format!(
-                "shingle must be between 1 and {MAX_SHINGLE}"
-            )));
-        }
+        let features = FeatureOptions::new(shingle, ngram, true)?.kind;
         Ok(MinhashOptions {
             num_hashes: num_hashes as usize,
-            shingle: shingle as usize,
+            features,
         })
     }
 
@@ -87,22 +102,38 @@ impl MinhashOptions {
         self.num_hashes
     }
 
+    pub fn features(&self) -> FeatureKind {
+        self.features
+    }
+
+    /// Tokens per shingle, or characters per n-gram: see [`Self::features`].
     pub fn shingle(&self) -> usize {
-        self.shingle
+        window(self.features)
     }
 }
 
-/// A minhash sketch: the shingle size it was computed with and its minvalues. Only built
-/// by [`minhash_text`] or by decoding, so its sizes are always within the limits.
+fn window(features: FeatureKind) -> usize {
+    match features {
+        FeatureKind::WordShingles(w) | FeatureKind::CharNgrams(w) => w,
+    }
+}
+
+/// A minhash sketch: the features it was computed over and its minvalues. Only built by
+/// [`minhash_text`] or by decoding, so its sizes are always within the limits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MinhashSketch {
-    pub(crate) shingle: u8,
+    pub(crate) features: FeatureKind,
     pub(crate) values: Vec<u32>,
 }
 
 impl MinhashSketch {
+    pub fn features(&self) -> FeatureKind {
+        self.features
+    }
+
+    /// Tokens per shingle, or characters per n-gram: see [`Self::features`].
     pub fn shingle(&self) -> usize {
-        self.shingle as usize
+        window(self.features)
     }
 
     pub fn num_hashes(&self) -> usize {
@@ -184,17 +215,259 @@ fn hash_value(a_lo: u64, a_hi: u64, b: u64, x: u32) -> u32 {
     (low.wrapping_add(b).wrapping_add(high) >> 32) as u32
 }
 
-/// The minhash sketch of a text's word shingles.
+/// Shingle keys collected before they lower the minvalues: the hash functions' parameters
+/// and a vector of minvalues stay in registers for a whole batch, and the CPU check is
+/// made once per batch.
+const BATCH: usize = 64;
+
+/// The minhash sketch of a text's word shingles or character n-grams.
 pub fn minhash_text(text: &[u8], options: &MinhashOptions) -> MinhashSketch {
+    sketch_with(text, options, lower_batch)
+}
+
+fn sketch_with(
+    text: &[u8],
+    options: &MinhashOptions,
+    mut lower: impl FnMut(&mut [u32], &[u32]),
+) -> MinhashSketch {
     let features = FeatureOptions {
-        kind: FeatureKind::WordShingles(options.shingle),
+        kind: options.features,
         fold_case: true,
     };
-    let mut values = vec![u32::MAX; options.num_hashes];
-    for_each_feature(text, &features, |h| lower_minvalues(&mut values, h as u32));
+    // Padded to whole vectors (the table has MAX_NUM_HASHES, a multiple of the widest
+    // vector, entries): the extra entries are computed and dropped.
+    let n = options.num_hashes;
+    let mut values = vec![u32::MAX; n.next_multiple_of(WIDEST)];
+    let mut keys = [0u32; BATCH];
+    let mut len = 0;
+    for_each_feature(text, &features, |h| {
+        keys[len] = h as u32;
+        len += 1;
+        if len == BATCH {
+            lower(&mut values, &keys);
+            len = 0;
+        }
+    });
+    if len > 0 {
+        lower(&mut values, &keys[..len]);
+    }
+    values.truncate(n);
     MinhashSketch {
-        shingle: options.shingle as u8,
+        features: options.features,
         values,
+    }
+}
+
+/// Vector width (in u32 lanes) of the widest kernel; `minvalues` are padded to it.
+const WIDEST: usize = 8;
+
+/// Lowers `minvalues` (a multiple of [`WIDEST`] entries) by every key of `keys`, with the
+/// fastest kernel this CPU has.
+fn lower_batch(minvalues: &mut [u32], keys: &[u32]) {
+    #[cfg(target_arch = "x86_64")]
+    return x86::lower_batch(x86::detected(), minvalues, keys);
+    #[cfg(not(target_arch = "x86_64"))]
+    lower_batch_portable(minvalues, keys)
+}
+
+/// The reference kernel: any CPU, one key at a time over all minvalues.
+fn lower_batch_portable(minvalues: &mut [u32], keys: &[u32]) {
+    for &x in keys {
+        lower_minvalues(minvalues, x);
+    }
+}
+
+/// The vector kernels: the portable kernel's values, 8 or 16 hash functions per
+/// instruction.
+///
+/// Per hash function, per key `x` (broadcast to all lanes): `hi32(a_lo·x + b) +
+/// lo32(a_hi·x) (mod 2^32)`, which is [`hash_value`]: the second term only adds to the
+/// high half of the 64-bit sum `a_lo·x + b + 2^32·a_hi·x`, and what it carries out of it
+/// is dropped by the mod 2^64. The 32 × 32 → 64-bit multiply works on the even 32-bit
+/// lanes, so the even and odd hash functions of a chunk go through one register each, and
+/// a blend of their high halves puts the values back in order.
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::FAMILY;
+    use std::arch::x86_64::*;
+    use std::sync::atomic::{AtomicU8, Ordering};
+
+    /// The best kernel of this CPU, detected once.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(super) enum Kernel {
+        Portable,
+        Avx2,
+        Avx512,
+    }
+
+    const UNKNOWN: u8 = 0;
+    static DETECTED: AtomicU8 = AtomicU8::new(UNKNOWN);
+
+    pub(super) fn detected() -> Kernel {
+        match DETECTED.load(Ordering::Relaxed) {
+            1 => Kernel::Portable,
+            2 => Kernel::Avx2,
+            3 => Kernel::Avx512,
+            _ => {
+                let kernel = if is_x86_feature_detected!("avx512f") {
+                    Kernel::Avx512
+                } else if is_x86_feature_detected!("avx2") {
+                    Kernel::Avx2
+                } else {
+                    Kernel::Portable
+                };
+                DETECTED.store(kernel as u8 + 1, Ordering::Relaxed);
+                kernel
+            }
+        }
+    }
+
+    /// Lowers `minvalues` (a multiple of 8 entries) by `keys` with `kernel`. Panics if the
+    /// CPU lacks the kernel's instructions.
+    pub(super) fn lower_batch(kernel: Kernel, minvalues: &mut [u32], keys: &[u32]) {
+        let supported = match kernel {
+            Kernel::Portable => true,
+            Kernel::Avx2 => is_x86_feature_detected!("avx2"),
+            Kernel::Avx512 => is_x86_feature_detected!("avx512f"),
+        };
+        assert!(supported, "this CPU has no {kernel:?}");
+        #[allow(unsafe_code)]
+        // SAFETY: a `target_feature` function may only run on a CPU with its features,
+        // and the assertion above has just checked that this one has them (`avx512f`
+        // implies `avx2`).
+        unsafe {
+            match kernel {
+                Kernel::Portable => super::lower_batch_portable(minvalues, keys),
+                Kernel::Avx2 => lower_batch_avx2(minvalues, keys),
+                Kernel::Avx512 => lower_batch_avx512(minvalues, keys),
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx2")]
+    fn lower_batch_avx2(minvalues: &mut [u32], keys: &[u32]) {
+        let (chunks, rest) = minvalues.as_chunks_mut::<8>();
+        debug_assert!(rest.is_empty());
+        for (c, mins) in chunks.iter_mut().enumerate() {
+            lower_8(mins, 8 * c, keys);
+        }
+    }
+
+    /// Sixteen hash functions at a time, and the last eight, if any, with AVX2.
+    #[target_feature(enable = "avx512f")]
+    fn lower_batch_avx512(minvalues: &mut [u32], keys: &[u32]) {
+        let (chunks, rest) = minvalues.as_chunks_mut::<16>();
+        for (c, mins) in chunks.iter_mut().enumerate() {
+            lower_16(mins, 16 * c, keys);
+        }
+        if let Some(mins) = rest.first_chunk_mut::<8>() {
+            lower_8(mins, 16 * chunks.len(), keys);
+        }
+    }
+
+    /// Hash functions `first..first + 8`.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn lower_8(mins: &mut [u32; 8], first: usize, keys: &[u32]) {
+        let at = |table: &[u64; super::MAX_NUM_HASHES]| -> [u64; 8] {
+            *table[first..].first_chunk().expect("within the table")
+        };
+        let (a_lo, a_hi, b) = (at(&FAMILY.a_lo), at(&FAMILY.a_hi), at(&FAMILY.b));
+        let a_lo = u32x8(a_lo.map(|v| v as u32));
+        let a_hi = u32x8(a_hi.map(|v| v as u32));
+        let (b0, b1) = (u64x4(&b[..4]), u64x4(&b[4..]));
+        // [b0 b4 b2 b6] and [b1 b5 b3 b7], then each in order.
+        let b_even = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_unpacklo_epi64(b0, b1));
+        let b_odd = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_unpackhi_epi64(b0, b1));
+        let a_lo_odd = _mm256_srli_epi64::<32>(a_lo);
+        let mut m = u32x8(*mins);
+        for &x in keys {
+            let x = _mm256_set1_epi32(x as i32);
+            let even = _mm256_add_epi64(_mm256_mul_epu32(a_lo, x), b_even);
+            let odd = _mm256_add_epi64(_mm256_mul_epu32(a_lo_odd, x), b_odd);
+            let high = _mm256_blend_epi32::<0b1010_1010>(_mm256_srli_epi64::<32>(even), odd);
+            m = _mm256_min_epu32(m, _mm256_add_epi32(high, _mm256_mullo_epi32(a_hi, x)));
+        }
+        *mins = u32x8_array(m);
+    }
+
+    /// Hash functions `first..first + 16`.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    fn lower_16(mins: &mut [u32; 16], first: usize, keys: &[u32]) {
+        let at = |table: &[u64; super::MAX_NUM_HASHES]| -> [u64; 16] {
+            *table[first..].first_chunk().expect("within the table")
+        };
+        let (a_lo, a_hi, b) = (at(&FAMILY.a_lo), at(&FAMILY.a_hi), at(&FAMILY.b));
+        let a_lo = u32x16(a_lo.map(|v| v as u32));
+        let a_hi = u32x16(a_hi.map(|v| v as u32));
+        let (b0, b1) = (u64x8(&b[..8]), u64x8(&b[8..]));
+        let evens = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
+        let odds = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
+        let b_even = _mm512_permutex2var_epi64(b0, evens, b1);
+        let b_odd = _mm512_permutex2var_epi64(b0, odds, b1);
+        let a_lo_odd = _mm512_srli_epi64::<32>(a_lo);
+        let mut m = u32x16(*mins);
+        for &x in keys {
+            let x = _mm512_set1_epi32(x as i32);
+            let even = _mm512_add_epi64(_mm512_mul_epu32(a_lo, x), b_even);
+            let odd = _mm512_add_epi64(_mm512_mul_epu32(a_lo_odd, x), b_odd);
+            let high = _mm512_mask_blend_epi32(0xaaaa, _mm512_srli_epi64::<32>(even), odd);
+            m = _mm512_min_epu32(m, _mm512_add_epi32(high, _mm512_mullo_epi32(a_hi, x)));
+        }
+        let (low, high) = (_mm512_castsi512_si256(m), _mm512_extracti64x4_epi64::<1>(m));
+        let (low, high) = (u32x8_array(low), u32x8_array(high));
+        *mins = std::array::from_fn(|k| if k < 8 { low[k] } else { high[k - 8] });
+    }
+
+    // Conversions between arrays and vectors without pointers: the compiler turns them
+    // into plain loads and stores.
+
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn u32x8(v: [u32; 8]) -> __m256i {
+        let v = v.map(|x| x as i32);
+        _mm256_setr_epi32(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7])
+    }
+
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn u64x4(v: &[u64]) -> __m256i {
+        _mm256_setr_epi64x(v[0] as i64, v[1] as i64, v[2] as i64, v[3] as i64)
+    }
+
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn u32x8_array(v: __m256i) -> [u32; 8] {
+        let (low, high) = (_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
+        [
+            _mm_extract_epi32::<0>(low),
+            _mm_extract_epi32::<1>(low),
+            _mm_extract_epi32::<2>(low),
+            _mm_extract_epi32::<3>(low),
+            _mm_extract_epi32::<0>(high),
+            _mm_extract_epi32::<1>(high),
+            _mm_extract_epi32::<2>(high),
+            _mm_extract_epi32::<3>(high),
+        ]
+        .map(|x| x as u32)
+    }
+
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    fn u32x16(v: [u32; 16]) -> __m512i {
+        let v = v.map(|x| x as i32);
+        _mm512_setr_epi32(
+            v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13],
+            v[14], v[15],
+        )
+    }
+
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    fn u64x8(v: &[u64]) -> __m512i {
+        let v: [i64; 8] = std::array::from_fn(|k| v[k] as i64);
+        _mm512_setr_epi64(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7])
     }
 }
 
@@ -209,7 +482,8 @@ impl fmt::Display for MismatchError {
 }
 
 /// The estimated Jaccard resemblance: the fraction of entries on which the sketches agree.
-/// Sketches of different sizes or shingle sizes estimate nothing and are an error.
+/// Sketches of different sizes or of different features (word shingles and character
+/// n-grams, or windows of different sizes) estimate nothing and are an error.
 pub fn jaccard(a: &MinhashSketch, b: &MinhashSketch) -> Result<f64, MismatchError> {
     if a.values.len() != b.values.len() {
         return Err(MismatchError(format!(
@@ -218,14 +492,35 @@ pub fn jaccard(a: &MinhashSketch, b: &MinhashSketch) -> Result<f64, MismatchErro
             b.values.len()
         )));
     }
-    if a.shingle != b.shingle {
-        return Err(MismatchError(format!(
-            "minhash sketches differ in shingle size ({} and {} words)",
-            a.shingle, b.shingle
-        )));
+    match (a.features, b.features) {
+        (FeatureKind::WordShingles(x), FeatureKind::WordShingles(y)) if x != y => {
+            return Err(MismatchError(format!(
+                "minhash sketches differ in shingle size ({x} and {y} words)"
+            )))
+        }
+        (FeatureKind::CharNgrams(x), FeatureKind::CharNgrams(y)) if x != y => {
+            return Err(MismatchError(format!(
+                "minhash sketches differ in n-gram size ({x} and {y} characters)"
+            )))
+        }
+        (x, y) if x != y => {
+            return Err(MismatchError(format!(
+                "minhash sketches differ in features ({} and {})",
+                describe(x),
+                describe(y)
+            )))
+        }
+        _ => {}
     }
     let agreeing = a.values.iter().zip(&b.values).filter(|(x, y)| x == y);
     Ok(agreeing.count() as f64 / a.values.len() as f64)
+}
+
+fn describe(features: FeatureKind) -> String {
+    match features {
+        FeatureKind::WordShingles(w) => format!("{w}-word shingles"),
+        FeatureKind::CharNgrams(n) => format!("{n}-character n-grams"),
+    }
 }
 
 #[cfg(test)]
@@ -259,6 +554,112 @@ pub(crate) mod tests {
                 hashes.iter().map(h).min().unwrap_or(u32::MAX)
             })
             .collect()
+    }
+
+    type Kernel = fn(&mut [u32], &[u32]);
+
+    /// The kernels this CPU can run, the portable one first.
+    fn kernels() -> Vec<(&'static str, Kernel)> {
+        #[allow(unused_mut)]
+        let mut kernels: Vec<(&'static str, Kernel)> = vec![("portable", lower_batch_portable)];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") {
+                kernels.push(("avx2", |m, k| x86::lower_batch(x86::Kernel::Avx2, m, k)));
+            }
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                kernels.push(("avx512", |m, k| x86::lower_batch(x86::Kernel::Avx512, m, k)));
+            }
+        }
+        kernels
+    }
+
+    #[test]
+    fn vector_kernels_give_the_portable_values() {
+        let mut state = 1;
+        let mut next = || splitmix64_next(&mut state);
+        // Extreme keys, where a lost carry or a signed comparison would show, and random ones.
+        let keys: Vec<u32> = [0, 1, 0x7fff_ffff, 0x8000_0000, u32::MAX]
+            .into_iter()
+            .chain((0..300).map(|_| next() as u32))
+            .collect();
+        for n in [8, 16, 24, 32, 88, 96, 1016, 1024] {
+            // Start from arbitrary minvalues, not only u32::MAX: the kernels load them.
+            let start: Vec<u32> = (0..n).map(|_| next() as u32 | 0xf000_0000).collect();
+            let mut expected = start.clone();
+            lower_batch_portable(&mut expected, &keys);
+            assert_ne!(expected, start);
+            for (name, kernel) in kernels() {
+                for batch in [1, 7, BATCH, keys.len()] {
+                    let mut got = start.clone();
+                    keys.chunks(batch).for_each(|keys| kernel(&mut got, keys));
+                    assert_eq!(got, expected, "{name}, {n} hashes, batches of {batch}");
+                }
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            assert_eq!(x86::detected(), x86::Kernel::Avx512);
+        }
+    }
+
+    #[test]
+    fn every_kernel_gives_the_golden_sketches() {
+        // The golden file run through each kernel, the portable one included, whichever
+        // `minhash_text` picks on this CPU.
+        let golden = include_str!("../../tests/golden_minhash.tsv");
+        // The golden file's escapes: \n, \t and \\.
+        let unescape = |s: &str| {
+            let mut out = String::new();
+            let mut chars = s.chars();
+            while let Some(c) = chars.next() {
+                let escaped = if c == '\\' { chars.next() } else { None };
+                out.push(match escaped {
+                    Some('n') => '\n',
+                    Some('t') => '\t',
+                    Some(other) => other,
+                    None => c,
+                });
+            }
+            out
+        };
+        let mut checked = 0;
+        for line in golden.lines().filter(|l| !l.starts_with('#')) {
+            let c: Vec<&str> = line.split('\t').collect();
+            let (shingle, ngram) = match c[1].strip_prefix('c') {
+                Some(n) => (8, n.parse().unwrap()),
+                None => (c[1].parse().unwrap(), 0),
+            };
+            let options =
+                MinhashOptions::with_features(c[0].parse().unwrap(), shingle, ngram).unwrap();
+            for (name, kernel) in kernels() {
+                let s = sketch_with(unescape(c[2]).as_bytes(), &options, kernel);
+                assert_eq!(s.to_string(), c[3], "{name}: {line}");
+            }
+            checked += 1;
+        }
+        assert!(checked >= 66);
+    }
+
+    #[test]
+    fn long_texts_span_several_batches() {
+        let words: Vec<String> = (0..1000).map(|i| format!("w{}", i * 7919 % 1009)).collect();
+        let text = words.join(" ");
+        for shingle in [1, 8] {
+            let mut hashes = Vec::new();
+            let options = FeatureOptions {
+                kind: FeatureKind::WordShingles(shingle),
+                fold_case: true,
+            };
+            for_each_feature(text.as_bytes(), &options, |h| hashes.push(h));
+            assert!(hashes.len() > 10 * BATCH);
+            let s = sketch(&text, 1024, shingle as i32);
+            assert_eq!(
+                s.values(),
+                by_definition(&hashes, 1024),
+                "shingle {shingle}"
+            );
+        }
     }
 
     #[test]
@@ -359,6 +760,51 @@ pub(crate) mod tests {
             jaccard(&a, &sketch("one", 84, 3)).unwrap_err().to_string(),
             "minhash sketches differ in shingle size (2 and 3 words)"
         );
+        let ngrams = |text: &str, n| {
+            minhash_text(
+                text.as_bytes(),
+                &MinhashOptions::with_features(84, 8, n).unwrap(),
+            )
+        };
+        assert_eq!(
+            jaccard(&ngrams("one", 3), &ngrams("one", 5))
+                .unwrap_err()
+                .to_string(),
+            "minhash sketches differ in n-gram size (3 and 5 characters)"
+        );
+        // Word shingles of 2 and character 2-grams: the same window size, other features.
+        assert_eq!(
+            jaccard(&a, &ngrams("one", 2)).unwrap_err().to_string(),
+            "minhash sketches differ in features (2-word shingles and 2-character n-grams)"
+        );
+        assert_eq!(
+            jaccard(&ngrams("one", 2), &a).unwrap_err().to_string(),
+            "minhash sketches differ in features (2-character n-grams and 2-word shingles)"
+        );
+        assert_eq!(
+            jaccard(&ngrams("one two", 3), &ngrams("ONE two!", 3)),
+            Ok(1.0)
+        );
+    }
+
+    #[test]
+    fn ngram_sketches_are_the_min_of_hashed_ngram_keys() {
+        // Japanese has no spaces between words: one token, but many character n-grams.
+        let text = "吾輩は猫である。名前はまだ無い。";
+        let chars: Vec<char> = crate::tokenizer::canonical(text.as_bytes(), true)
+            .chars()
+            .collect();
+        for n in [1, 2, 3, 32] {
+            let ngrams: Vec<u64> = chars
+                .windows(n.min(chars.len()))
+                .map(|w| hash_bytes(w.iter().collect::<String>().as_bytes()))
+                .collect();
+            let options = MinhashOptions::with_features(100, 8, n as i32).unwrap();
+            let s = minhash_text(text.as_bytes(), &options);
+            assert_eq!(s.values(), by_definition(&ngrams, 100), "n = {n}");
+            assert_eq!(s.features(), FeatureKind::CharNgrams(n));
+            assert_eq!((s.num_hashes(), s.shingle()), (100, n));
+        }
     }
 
     #[test]
@@ -375,5 +821,24 @@ pub(crate) mod tests {
         );
         assert_eq!(MinhashOptions::new(84, 8), Ok(MinhashOptions::DEFAULT));
         assert!(MinhashOptions::new(1024, 1).is_ok());
+        assert_eq!(
+            MinhashOptions::with_features(84, 8, 0),
+            Ok(MinhashOptions::DEFAULT)
+        );
+        let ngrams = MinhashOptions::with_features(84, 8, 32).unwrap();
+        assert_eq!(ngrams.features(), FeatureKind::CharNgrams(32));
+        assert_eq!(ngrams.shingle(), 32);
+        // With n-grams, the shingle size is not used, so not checked.
+        assert!(MinhashOptions::with_features(84, 99, 3).is_ok());
+        for bad in [-1, 33] {
+            assert_eq!(
+                MinhashOptions::with_features(84, 8, bad).unwrap_err().0,
+                "ngram must be between 1 and 32, or 0 for word shingles"
+            );
+        }
+        assert_eq!(
+            MinhashOptions::with_features(0, 8, 3).unwrap_err().0,
+            "num_hashes must be between 1 and 1024"
+        );
     }
 }

@@ -71,7 +71,7 @@ impl SimhashNeighbors {
     pub fn emit(&self, row: u32, emit: &mut dyn FnMut(u32)) {
         let center = self.fps[row as usize];
         self.tables
-            .probe(&self.layout, center, self.max_distance, |item| emit(item));
+            .probe(&self.layout, center, self.max_distance, emit);
     }
 }
 

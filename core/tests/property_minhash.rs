@@ -49,8 +49,13 @@ fn edited(rng: &mut Rng, words: &[String], vocabulary: &[String], edits: usize) 
 
 /// The exact Jaccard resemblance of the texts' shingle sets (64-bit shingle hashes).
 fn exact_jaccard(a: &str, b: &str, shingle: usize) -> f64 {
+    exact_feature_jaccard(a, b, FeatureKind::WordShingles(shingle))
+}
+
+/// The exact Jaccard resemblance of the texts' feature sets (64-bit feature hashes).
+fn exact_feature_jaccard(a: &str, b: &str, kind: FeatureKind) -> f64 {
     let options = FeatureOptions {
-        kind: FeatureKind::WordShingles(shingle),
+        kind,
         fold_case: true,
     };
     let set = |text: &str| {
@@ -123,6 +128,79 @@ fn jaccard_estimates_are_unbiased_with_the_binomial_spread() {
     let ratio = (squared_error_sum / variance_sum).sqrt();
     assert!(
         (0.9..1.1).contains(&ratio),
+        "error / binomial spread = {ratio}"
+    );
+}
+
+#[test]
+fn ngram_estimates_are_unbiased_with_the_binomial_spread() {
+    // Unsegmented text, as Chinese or Japanese is written: random runs of characters from
+    // a small CJK alphabet, with punctuation, and edited copies (characters replaced,
+    // inserted, deleted), sketched with 3-grams.
+    let mut rng = Rng(0x5eed_0007);
+    let alphabet: Vec<char> = "的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年。，"
+        .chars()
+        .collect();
+    let options = MinhashOptions::with_features(84, 8, 3).unwrap();
+    let (mut error_sum, mut squared_error_sum, mut variance_sum) = (0.0, 0.0, 0.0);
+    let mut exacts = Vec::new();
+    for i in 0..600 {
+        let len = 20 + rng.below(300);
+        let a: Vec<char> = (0..len)
+            .map(|_| alphabet[rng.below(alphabet.len())])
+            .collect();
+        // Every fifth pair is two unrelated texts (their 3-grams still overlap).
+        let mut b = if i % 5 == 0 {
+            (0..len)
+                .map(|_| alphabet[rng.below(alphabet.len())])
+                .collect()
+        } else {
+            a.clone()
+        };
+        for _ in 0..rng.below(1 + len / 2) {
+            let at = rng.below(b.len());
+            let c = alphabet[rng.below(alphabet.len())];
+            match rng.below(3) {
+                0 => b[at] = c,
+                1 => b.insert(at, c),
+                _ if b.len() > 1 => {
+                    b.remove(at);
+                }
+                _ => {}
+            }
+        }
+        let (a, b): (String, String) = (a.into_iter().collect(), b.into_iter().collect());
+        let exact = exact_feature_jaccard(&a, &b, FeatureKind::CharNgrams(3));
+        let sa = minhash_text(a.as_bytes(), &options);
+        let sb = minhash_text(b.as_bytes(), &options);
+        assert_eq!(sa.features(), FeatureKind::CharNgrams(3));
+        let estimate = jaccard(&sa, &sb).unwrap();
+        let variance = exact * (1.0 - exact) / 84.0;
+        let error = estimate - exact;
+        assert!(
+            error.abs() <= 5.0 * variance.sqrt() + 1.5 / 84.0,
+            "pair {i}: estimate {estimate}, exact {exact}"
+        );
+        error_sum += error;
+        squared_error_sum += error * error;
+        variance_sum += variance;
+        exacts.push(exact);
+    }
+    let (low, high) = exacts
+        .iter()
+        .fold((1.0f64, 0.0f64), |(l, h), &j| (l.min(j), h.max(j)));
+    assert!(
+        low < 0.3 && high > 0.8,
+        "exact Jaccard from {low} to {high}"
+    );
+    assert!(
+        (error_sum / 600.0).abs() < 0.006,
+        "bias {}",
+        error_sum / 600.0
+    );
+    let ratio = (squared_error_sum / variance_sum).sqrt();
+    assert!(
+        (0.85..1.15).contains(&ratio),
         "error / binomial spread = {ratio}"
     );
 }
@@ -213,9 +291,20 @@ fn stored_forms_round_trip() {
     for _ in 0..2000 {
         let len = rng.below(40);
         let words = random_words(&mut rng, &vocabulary, len);
-        let options =
-            MinhashOptions::new(1 + rng.below(1024) as i32, 1 + rng.below(16) as i32).unwrap();
+        // Word shingles or, half of the time, character n-grams.
+        let ngram = if rng.below(2) == 0 {
+            0
+        } else {
+            1 + rng.below(32)
+        };
+        let options = MinhashOptions::with_features(
+            1 + rng.below(1024) as i32,
+            1 + rng.below(16) as i32,
+            ngram as i32,
+        )
+        .unwrap();
         let sketch = minhash_text(words.join(" ").as_bytes(), &options);
+        assert_eq!(sketch.features(), options.features());
         assert_eq!(
             MinhashSketch::from_bytes(&sketch.to_bytes()),
             Ok(sketch.clone())
@@ -251,19 +340,29 @@ fn malformed_input_is_an_error_never_a_panic() {
         &MinhashOptions::new(28, 3).unwrap(),
     );
     let vector = supershingles(&sketch).unwrap();
+    let ngrams = minhash_text(
+        "短い日本語の文章です。".as_bytes(),
+        &MinhashOptions::with_features(14, 8, 5).unwrap(),
+    );
     let forms = [
         sketch.to_bytes(),
         sketch.to_string().into_bytes(),
+        ngrams.to_bytes(),
+        ngrams.to_string().into_bytes(),
         vector.to_bytes(),
         vector.to_string().into_bytes(),
     ];
-    let decoders: [Reencoder; 4] = [
-        |b| MinhashSketch::from_bytes(b).ok().map(|s| s.to_bytes()),
-        |b| {
-            MinhashSketch::from_text(b)
-                .ok()
-                .map(|s| s.to_string().into_bytes())
-        },
+    let sketch_from_bytes: Reencoder = |b| MinhashSketch::from_bytes(b).ok().map(|s| s.to_bytes());
+    let sketch_from_text: Reencoder = |b| {
+        MinhashSketch::from_text(b)
+            .ok()
+            .map(|s| s.to_string().into_bytes())
+    };
+    let decoders: [Reencoder; 6] = [
+        sketch_from_bytes,
+        sketch_from_text,
+        sketch_from_bytes,
+        sketch_from_text,
         |b| SupershingleVector::from_bytes(b).ok().map(|v| v.to_bytes()),
         |b| {
             SupershingleVector::from_text(b)

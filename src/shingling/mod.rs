@@ -132,8 +132,9 @@ fn supershingle_vector_send(value: Supershingles) -> Vec<u8> {
     value.0.to_bytes()
 }
 
-fn minhash_options(num_hashes: i32, shingle: i32) -> MinhashOptions {
-    MinhashOptions::new(num_hashes, shingle).unwrap_or_else(|e| errors::invalid_parameter(e.0))
+fn minhash_options(num_hashes: i32, shingle: i32, ngram: i32) -> MinhashOptions {
+    MinhashOptions::with_features(num_hashes, shingle, ngram)
+        .unwrap_or_else(|e| errors::invalid_parameter(e.0))
 }
 
 /// Broder's minhash sketch of a text's word shingles: `num_hashes` minvalues of
@@ -142,7 +143,25 @@ fn minhash_options(num_hashes: i32, shingle: i32) -> MinhashOptions {
 fn minhash(body: &str, num_hashes: default!(i32, 84), shingle: default!(i32, 8)) -> Minhash {
     Minhash(minhash_text(
         body.as_bytes(),
-        &minhash_options(num_hashes, shingle),
+        &minhash_options(num_hashes, shingle, 0),
+    ))
+}
+
+/// The same with `ngram` > 0: the minvalues of the text's character n-grams (for short
+/// texts and texts without spaces between words). A separate function, with every argument
+/// required: a defaulted `ngram` on the first would need it dropped, which views and
+/// indexes over `minhash(...)` in 0.3.0 databases forbid, and a default on both would make
+/// every call ambiguous.
+#[pg_extern(sql = "
+CREATE FUNCTION minhash(body text, num_hashes integer, shingle integer, ngram integer)
+    RETURNS minhash_sketch IMMUTABLE STRICT PARALLEL SAFE LANGUAGE c AS 'MODULE_PATHNAME', '@FUNCTION_NAME@';
+COMMENT ON FUNCTION minhash(text, integer, integer, integer) IS
+    'minhash sketch of the text''s word shingles, or with ngram > 0 of its character n-grams';
+", requires = ["shingling_types"])]
+fn minhash_features(body: &str, num_hashes: i32, shingle: i32, ngram: i32) -> Minhash {
+    Minhash(minhash_text(
+        body.as_bytes(),
+        &minhash_options(num_hashes, shingle, ngram),
     ))
 }
 

@@ -7,14 +7,80 @@ fn shingling_golden_vectors_through_sql() {
     for line in golden.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
         let c: Vec<&str> = line.split('\t').collect();
         let body = c[2].replace('\'', "''");
-        let sketch = format!("minhash(E'{body}', num_hashes => {}, shingle => {})", c[0], c[1]);
+        // The shingle column is a number of words, or c<n> for character n-grams.
+        let features = match c[1].strip_prefix('c') {
+            Some(n) => format!("shingle => 8, ngram => {n}"),
+            None => format!("shingle => {}", c[1]),
+        };
+        let sketch = format!("minhash(E'{body}', num_hashes => {}, {features})", c[0]);
         assert_eq!(text(&format!("SELECT {sketch}::text")), c[3], "{line}");
         if c[4] != "-" {
             assert_eq!(text(&format!("SELECT supershingles({sketch})::text")), c[4], "{line}");
         }
         checked += 1;
     }
-    assert!(checked >= 30);
+    assert!(checked >= 66);
+}
+
+#[pg_test]
+fn shingling_character_ngram_sketches() {
+    let ja = "吾輩は猫である。名前はまだ無い。どこで生れたかとんと見当がつかぬ。";
+    let ja_edited = "吾輩は猫である。名前はもう有る。どこで生れたかとんと見当がつかぬ。";
+    let zh = "我能吞下玻璃而不伤身体。这是一个用于测试的中文句子。";
+    let j = |a: &str, b: &str, args: &str| {
+        Spi::get_one::<f64>(&format!(
+            "SELECT jaccard(minhash('{a}'{args}), minhash('{b}'{args}))"
+        ))
+        .unwrap()
+        .unwrap()
+    };
+    // A two-character edit in 30 characters: most 3-grams survive; another text shares none.
+    let near = j(ja, ja_edited, ", 84, 8, 3");
+    assert!(near > 0.7 && near < 1.0, "{near}");
+    assert_eq!(j(ja, zh, ", 84, 8, 3"), 0.0);
+    assert_eq!(j("Short!", "SHORT", ", 84, 8, 5"), 1.0);
+    // The text form names the features, ngram wins over shingle, and the values are not
+    // those of word shingles of the same size.
+    assert!(text(&format!("SELECT minhash('{ja}', 84, 8, 5)::text")).starts_with("m84c5:"));
+    assert!(text(&format!("SELECT minhash('{ja}', 28, 5)::text")).starts_with("m28s5:"));
+    assert!(boolean(&format!(
+        "SELECT minhash('{ja}', 84, 8, 5)::text = minhash('{ja}', 84, 3, 5)::text
+            AND substr(minhash('{ja}', 84, 8, 5)::text, 7)
+                <> substr(minhash('{ja}', shingle => 5)::text, 7)"
+    )));
+    // Text form round trip; binary headers: version 1, features byte (8 for 8-word
+    // shingles as before, 0x80 | 5 for 5-grams), 84 hashes as a little-endian u16.
+    assert!(boolean(&format!(
+        "SELECT minhash('{ja}', 84, 8, 5)::text::minhash_sketch::text = minhash('{ja}', 84, 8, 5)::text
+            AND substr(minhash_sketch_send(minhash('{ja}', 84, 8, 5)), 1, 4) = '\\x01855400'::bytea
+            AND substr(minhash_sketch_send(minhash('{ja}')), 1, 4) = '\\x01085400'::bytea"
+    )));
+    // Supershingles of n-gram sketches work like any other.
+    assert_eq!(
+        int(&format!(
+            "SELECT b_similarity(supershingles(minhash('{ja}', 84, 8, 3)),
+                                 supershingles(minhash('{ja} ', 84, 8, 3)))"
+        )),
+        6
+    );
+    for bad in [
+        // Word shingles against n-grams, and n-grams of different sizes.
+        "SELECT jaccard(minhash('a b c'), minhash('a b c', 84, 8, 8))",
+        "SELECT jaccard(minhash('a b c', shingle => 3), minhash('a b c', 84, 8, 3))",
+        "SELECT jaccard(minhash('a b c', 84, 8, 3), minhash('a b c', 84, 8, 4))",
+        "SELECT minhash('x', 84, 8, 33)",
+        "SELECT minhash('x', 84, 8, -1)",
+    ] {
+        assert_eq!(sqlstate(bad).as_deref(), Some("22023"), "{bad}");
+    }
+    assert_eq!(
+        error_of("SELECT jaccard(minhash('a b c'), minhash('a b c', 84, 8, 8))").as_deref(),
+        Some("22023 minhash sketches differ in features (8-word shingles and 8-character n-grams)")
+    );
+    assert_eq!(
+        sqlstate("SELECT 'm1c33:00000000'::minhash_sketch").as_deref(),
+        Some("22P02")
+    );
 }
 
 #[pg_test]
