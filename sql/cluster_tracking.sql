@@ -1,10 +1,15 @@
 -- Incremental duplicate clusters (src/cluster_tracking): one call creates the cluster table,
 -- fills it with the batch clustering and installs the statement-level triggers that keep it
--- current. The trigger function neardup_track_clusters is pgrx's.
+-- current. The trigger function neardup_track_clusters is pgrx's. Its arguments: the cluster
+-- table, the id column, the signature column, the threshold (read as a Jaccard estimate when
+-- the column is a minhash_sketch, else as a Hamming distance), the priority ('' for none)
+-- and the method; triggers of 0.3.0 have only the first five, and keep the components.
 
-CREATE FUNCTION neardup_cluster_tracking(
+-- The work of both neardup_cluster_tracking overloads: exactly one of max_distance (a
+-- simhash column) and min_jaccard (a minhash_sketch column) is given.
+CREATE FUNCTION neardup_cluster_tracking_install(
     tbl regclass, clusters_table text, id_column text, signature_column text,
-    max_distance integer, priority text DEFAULT NULL)
+    max_distance integer, min_jaccard double precision, priority text, method text)
 RETURNS bigint
 VOLATILE LANGUAGE plpgsql AS $$
 -- Every function and operator below is schema-qualified (pg_catalog, or the extension's
@@ -18,9 +23,13 @@ DECLARE
     rows_clustered bigint;
 BEGIN
     IF tbl IS NULL OR clusters_table IS NULL OR id_column IS NULL OR signature_column IS NULL
-       OR max_distance IS NULL THEN
+       OR (max_distance IS NULL AND min_jaccard IS NULL) OR method IS NULL THEN
         RAISE EXCEPTION 'neardup_cluster_tracking: only priority may be NULL'
             USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT (method OPERATOR(pg_catalog.=) ANY (ARRAY['components', 'representatives'])) THEN
+        RAISE EXCEPTION 'neardup_cluster_tracking: method must be ''components'' or ''representatives'', not ''%''', method
+            USING ERRCODE = 'invalid_parameter_value';
     END IF;
     -- The triggers find rows by id: two rows with one id would share one cluster entry.
     IF NOT EXISTS (
@@ -53,14 +62,24 @@ BEGIN
     FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
     WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(clusters);
     EXECUTE pg_catalog.format('CREATE INDEX ON %s (cluster_id)', clusters);
-    EXECUTE pg_catalog.format('INSERT INTO %s SELECT * FROM @extschema@.neardup_clusters($1, $2, $3, $4, $5)', clusters)
-        USING tbl, id_column, signature_column, max_distance, priority;
+    -- The type of $4 picks neardup_clusters' simhash or minhash overload.
+    IF min_jaccard IS NULL THEN
+        EXECUTE pg_catalog.format('INSERT INTO %s SELECT * FROM @extschema@.neardup_clusters($1, $2, $3, $4, $5, $6)', clusters)
+            USING tbl, id_column, signature_column, max_distance, priority, method;
+    ELSE
+        EXECUTE pg_catalog.format('INSERT INTO %s SELECT * FROM @extschema@.neardup_clusters($1, $2, $3, $4, $5, $6)', clusters)
+            USING tbl, id_column, signature_column, min_jaccard, priority, method;
+    END IF;
     GET DIAGNOSTICS rows_clustered = ROW_COUNT;
     -- The triggers' queries are planned with these statistics.
     EXECUTE pg_catalog.format('ANALYZE %s', clusters);
+    -- The trigger reads the threshold as a Jaccard estimate when the column is a
+    -- minhash_sketch; no priority is written '' so that the method keeps its place.
     args := pg_catalog.concat_ws(', ', pg_catalog.quote_literal(clusters), pg_catalog.quote_literal(id_column),
-                      pg_catalog.quote_literal(signature_column), pg_catalog.quote_literal(max_distance::text),
-                      pg_catalog.quote_literal(priority));
+                      pg_catalog.quote_literal(signature_column),
+                      pg_catalog.quote_literal(COALESCE(max_distance::text, min_jaccard::text)),
+                      pg_catalog.quote_literal(COALESCE(priority, '')),
+                      pg_catalog.quote_literal(method));
     EXECUTE pg_catalog.format('CREATE TRIGGER %I AFTER INSERT ON %s REFERENCING NEW TABLE AS neardup_new
                     FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.neardup_track_clusters(%s)',
                    pg_catalog.concat(clusters_name, '_insert'), tbl, args);
@@ -78,5 +97,27 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION neardup_cluster_tracking(regclass, text, text, text, integer, text) IS
-    'creates a cluster table (id, cluster_id, is_representative) filled from neardup_clusters and the triggers that keep it current; returns the number of rows clustered';
+COMMENT ON FUNCTION neardup_cluster_tracking_install(regclass, text, text, text, integer, double precision, text, text) IS
+    'the work of neardup_cluster_tracking (call that instead)';
+
+CREATE FUNCTION neardup_cluster_tracking(
+    tbl regclass, clusters_table text, id_column text, signature_column text,
+    max_distance integer, priority text DEFAULT NULL, method text DEFAULT 'components')
+RETURNS bigint
+VOLATILE LANGUAGE sql
+RETURN @extschema@.neardup_cluster_tracking_install(tbl, clusters_table, id_column, signature_column,
+                                                    max_distance, NULL, priority, method);
+
+COMMENT ON FUNCTION neardup_cluster_tracking(regclass, text, text, text, integer, text, text) IS
+    'creates a cluster table (id, cluster_id, is_representative) filled from neardup_clusters and the triggers that keep it current, for simhash fingerprints within max_distance (a hamming index on the column makes the triggers fast); method ''components'' or ''representatives'' as for neardup_clusters; returns the number of rows clustered';
+
+CREATE FUNCTION neardup_cluster_tracking(
+    tbl regclass, clusters_table text, id_column text, signature_column text,
+    min_jaccard double precision, priority text DEFAULT NULL, method text DEFAULT 'components')
+RETURNS bigint
+VOLATILE LANGUAGE sql
+RETURN @extschema@.neardup_cluster_tracking_install(tbl, clusters_table, id_column, signature_column,
+                                                    NULL, min_jaccard, priority, method);
+
+COMMENT ON FUNCTION neardup_cluster_tracking(regclass, text, text, text, double precision, text, text) IS
+    'creates a cluster table (id, cluster_id, is_representative) filled from neardup_clusters and the triggers that keep it current, for minhash_sketch signatures sharing an LSH band with a Jaccard estimate of at least min_jaccard; the triggers search neighbours through a GIN index on the expression lsh_bands(signature_column, min_jaccard), which makes them fast (without it each statement scans the table); method ''components'' or ''representatives'' as for neardup_clusters; returns the number of rows clustered';

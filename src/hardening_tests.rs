@@ -209,15 +209,17 @@ fn hardening_tracking_needs_a_unique_id_and_a_short_enough_name() {
 #[pg_test]
 fn hardening_functions_that_read_tables_are_not_parallel_safe() {
     let labels = Spi::get_one::<String>(
-        "SELECT string_agg(proname || ':' || provolatile::text || proparallel::text, ',' ORDER BY proname)
-         FROM pg_proc WHERE proname IN ('hamming_pairs', 'hamming_index_check', 'neardup_clusters',
-                                        'neardup_components', 'neardup_cluster_tracking')",
+        "SELECT string_agg(DISTINCT proname || ':' || provolatile::text || proparallel::text, ',')
+         FROM pg_proc WHERE proname IN ('hamming_pairs', 'minhash_pairs', 'hamming_index_check', 'neardup_clusters',
+                                        'neardup_components', 'neardup_cluster_tracking',
+                                        'neardup_cluster_tracking_install')",
     )
     .unwrap()
     .unwrap();
     assert_eq!(
         labels,
-        "hamming_index_check:vr,hamming_pairs:sr,neardup_cluster_tracking:vu,neardup_clusters:su,neardup_components:vu"
+        "hamming_index_check:vr,hamming_pairs:sr,minhash_pairs:sr,neardup_cluster_tracking:vu,\
+         neardup_cluster_tracking_install:vu,neardup_clusters:su,neardup_components:vu"
     );
     // The whole suite runs with force_parallel_mode = regress (see pg_test in lib.rs).
     assert_eq!(

@@ -280,9 +280,9 @@ fn functions_are_strict_immutable_and_parallel_safe() {
          WHERE p.pronamespace <> 'tests'::regnamespace
            -- These read or write tables (or build an index AM), or read a setting
            -- (b_similar, the % operator, like pg_trgm's), so they are rightly not immutable.
-           AND p.proname NOT IN ('hamming_pairs', 'hamming_index_check', 'hamming_amhandler',
-                                 'neardup_components', 'neardup_clusters',
-                                 'neardup_track_clusters', 'neardup_cluster_tracking', 'b_similar')
+           AND p.proname NOT IN ('hamming_pairs', 'minhash_pairs', 'hamming_index_check', 'hamming_amhandler',
+                                 'neardup_components', 'neardup_clusters', 'neardup_track_clusters',
+                                 'neardup_cluster_tracking', 'neardup_cluster_tracking_install', 'b_similar')
            AND NOT (p.provolatile = 'i' AND p.proparallel = 's'
                     -- bloomsig reads a NULL hashes as the default, and returns NULL for a
                     -- NULL body itself; aggregates and their transitions start from a NULL

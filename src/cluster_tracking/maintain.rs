@@ -4,11 +4,19 @@
 //!
 //! The cluster table has the columns `(id bigint PRIMARY KEY, cluster_id bigint NOT NULL,
 //! is_representative boolean NOT NULL)` and an index on `cluster_id`.
+//!
+//! Neighbours are searched with the condition `near` writes: `sig <@ hamming_ball(x, k)`
+//! for simhash, served by a `hamming` index; for minhash `lsh_bands(sig, t) && lsh_bands(x,
+//! t) AND jaccard(sig, x) >= t`, served by a GIN index on the expression `lsh_bands(sig, t)`
+//! (with `t` written as the trigger's threshold is). Without the index every statement
+//! compares its rows with the whole table.
 
-use super::{TrackingArgs, ADVISORY_LOCK_SPACE};
+use super::{Method, Threshold, TrackingArgs, ADVISORY_LOCK_SPACE};
 use crate::errors;
-use neardup_core::cluster_plans::{plan_insert, plan_split, Neighbor};
-use neardup_core::simhash::hamming;
+use crate::shingling::Minhash;
+use neardup_core::cluster_plans::{
+    plan_insert, plan_representatives, plan_split, plan_split_minhash, Neighbor,
+};
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 use pgrx::spi::{OwnedPreparedStatement, SpiClient, SpiTupleTable};
@@ -17,10 +25,15 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
 
-/// Rows of a transition table: all of them, or those with the given ids.
+/// A cluster member's id and minhash values.
+type SketchMember = (i64, Option<Vec<u32>>);
+
+/// Rows of a transition table: all of them, or those with the given ids; or rows of the
+/// clustered table itself, by id.
 pub enum Rows {
     All(String),
     Only(String, Vec<i64>),
+    Table(Vec<i64>),
 }
 
 pub struct Maintainer {
@@ -46,22 +59,35 @@ impl Maintainer {
                  would stay invisible and clusters that should merge would not.",
             );
         }
-        let args = TrackingArgs::parse(args);
+        TrackingArgs::check_count(args);
+        // The fifth column: whether the signature column is a minhash_sketch (or a domain
+        // over one), which makes the threshold a Jaccard estimate.
         let row = select(
             client,
             "SELECT c.oid::regclass::text, $2::oid::regclass::text,
                     (SELECT quote_ident(n.nspname) FROM pg_extension e
                      JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'neardup'),
                     pg_advisory_xact_lock($3, (c.oid::bigint - CASE WHEN c.oid::bigint > 2147483647
-                                                             THEN 4294967296 ELSE 0 END)::int)::text
+                                                             THEN 4294967296 ELSE 0 END)::int)::text,
+                    EXISTS (SELECT FROM pg_attribute a
+                            JOIN pg_type ty ON ty.oid = a.atttypid
+                            LEFT JOIN pg_type base ON base.oid = ty.typbasetype
+                            JOIN pg_extension e ON e.extname = 'neardup'
+                            WHERE a.attrelid = $2 AND a.attname = $4 AND NOT a.attisdropped
+                              AND ((ty.typname = 'minhash_sketch' AND ty.typnamespace = e.extnamespace)
+                                   OR (base.typname = 'minhash_sketch'
+                                       AND base.typnamespace = e.extnamespace)))
              FROM (SELECT to_regclass($1)::oid AS oid) c",
             &[
-                args.clusters.as_str().into(),
+                args[0].as_str().into(),
                 table.into(),
                 ADVISORY_LOCK_SPACE.into(),
+                args[2].as_str().into(),
             ],
         )
         .first();
+        let minhash = row.get::<bool>(5).ok().flatten() == Some(true);
+        let args = TrackingArgs::parse(args, minhash);
         let Ok(Some(clusters)) = row.get::<String>(1) else {
             errors::invalid_parameter(format!(
                 "neardup_track_clusters: cluster table \"{}\" does not exist",
@@ -89,19 +115,51 @@ impl Maintainer {
         run(client, &format!("TRUNCATE {}", self.clusters), &[]);
     }
 
-    /// New rows join the clusters of their near-duplicates, merging the clusters they bridge.
+    /// The condition that the signature `indexed` (a column of the clustered table, which
+    /// its index serves) is within the threshold of `probe`. NULL when either is NULL.
+    fn near(&self, indexed: &str, probe: &str) -> String {
+        near_condition(&self.schema, self.args.threshold, indexed, probe)
+    }
+
+    /// Whether two signatures are the same (both NULL included).
+    fn same_signature(&self, a: &str, b: &str) -> String {
+        match self.args.threshold {
+            Threshold::Hamming(_) => format!("{a}::bigint IS NOT DISTINCT FROM {b}::bigint"),
+            Threshold::Jaccard(_) => format!("{a}::text IS NOT DISTINCT FROM {b}::text"),
+        }
+    }
+
     pub fn insert(&self, client: &mut SpiClient<'_>, rows: &Rows) {
+        match self.args.method {
+            Method::Components => self.insert_components(client, rows),
+            Method::Representatives => self.insert_stars(client, rows),
+        }
+    }
+
+    pub fn delete(&self, client: &mut SpiClient<'_>, rows: &Rows) {
+        match self.args.method {
+            Method::Components => self.delete_components(client, rows),
+            Method::Representatives => self.delete_stars(client, rows),
+        }
+    }
+
+    pub fn update(&self, client: &mut SpiClient<'_>, old: &str, new: &str) {
+        match self.args.method {
+            Method::Components => self.update_components(client, old, new),
+            Method::Representatives => self.update_stars(client, old, new),
+        }
+    }
+
+    /// New rows join the clusters of their near-duplicates, merging the clusters they bridge.
+    fn insert_components(&self, client: &mut SpiClient<'_>, rows: &Rows) {
         let source = self.source(rows);
         let links_query = format!(
             "SELECT s.id, t.{id}::bigint, c.cluster_id
              FROM ({source}) s
-             LEFT JOIN {table} t ON t.{sig} OPERATOR({schema}.<@) {schema}.hamming_ball(s.fp, {k})
-                                AND t.{id}::bigint <> s.id
+             LEFT JOIN {table} t ON {near} AND t.{id}::bigint <> s.id
              LEFT JOIN {clusters} c ON c.id = t.{id}",
             id = self.args.id,
-            sig = self.args.signature,
-            k = self.args.max_distance,
-            schema = self.schema,
+            near = self.near(&format!("t.{}", self.args.signature), "s.fp"),
             table = self.table,
             clusters = self.clusters,
         );
@@ -133,13 +191,91 @@ impl Maintainer {
             let (old, new): (Vec<i64>, Vec<i64>) = plan.relabel.into_iter().unzip();
             self.set_labels(client, "cluster_id", old, new);
         }
-        let mut ids = Vec::with_capacity(plan.members.len());
-        let mut labels = Vec::with_capacity(plan.members.len());
-        let mut alone = Vec::with_capacity(plan.members.len());
-        for (id, label, is_alone) in plan.members {
+        // A row alone in its cluster is its representative without asking for priorities.
+        self.insert_members(client, plan.members);
+        self.choose_representatives(client, plan.touched);
+    }
+
+    /// Stars: the new rows, in priority order, join the first representative within the
+    /// threshold of them or become representatives (`plan_representatives`).
+    fn insert_stars(&self, client: &mut SpiClient<'_>, rows: &Rows) {
+        let source = self.source(rows);
+        // Only representatives and rows in no cluster (the new ones) can be chosen; a new
+        // row comes once with NULLs when it has no such neighbour.
+        let links_query = format!(
+            "SELECT s.id, n.id, n.cluster_id, n.is_representative
+             FROM ({source}) s
+             LEFT JOIN LATERAL (
+                 SELECT t.{id}::bigint AS id, c.cluster_id, c.is_representative
+                 FROM {table} t LEFT JOIN {clusters} c ON c.id = t.{id}
+                 WHERE {near} AND t.{id}::bigint <> s.id
+                   AND (c.is_representative OR c.id IS NULL)) n ON true",
+            id = self.args.id,
+            near = self.near(&format!("t.{}", self.args.signature), "s.fp"),
+            table = self.table,
+            clusters = self.clusters,
+        );
+        let mut new_rows = Vec::new();
+        let mut links = Vec::new();
+        let mut representatives = Vec::new();
+        for row in select(client, &links_query, &[filter_arg(rows)]) {
+            let new = self.id_of(row.get::<i64>(1));
+            new_rows.push(new);
+            let Some(other) = row.get::<i64>(2).ok().flatten() else {
+                continue;
+            };
+            if row.get::<bool>(4).ok().flatten() == Some(true) {
+                let label = row.get::<i64>(3).ok().flatten().expect("a clustered row");
+                representatives.push((other, label));
+            }
+            links.push((new, other));
+        }
+        if new_rows.is_empty() {
+            return;
+        }
+        new_rows.sort_unstable();
+        new_rows.dedup();
+        representatives.sort_unstable();
+        representatives.dedup();
+        // The priority order of the rows that may be chosen; with no links there is no
+        // choice to make.
+        let order: Vec<i64> = if links.is_empty() {
+            Vec::new()
+        } else {
+            let mut involved = new_rows.clone();
+            involved.extend(representatives.iter().map(|r| r.0));
+            let order = match &self.args.priority {
+                Some(p) => format!("{p}, {}", self.args.id),
+                None => self.args.id.clone(),
+            };
+            select(
+                client,
+                &format!(
+                    "SELECT {id}::bigint FROM {table} WHERE {id} = ANY($1) ORDER BY {order}",
+                    id = self.args.id,
+                    table = self.table
+                ),
+                &[involved.into()],
+            )
+            .map(|row| self.id_of(row.get::<i64>(1)))
+            .collect()
+        };
+        let plan = plan_representatives(&order, &new_rows, &representatives, &links);
+        if !plan.relabel.is_empty() {
+            let (old, new): (Vec<i64>, Vec<i64>) = plan.relabel.into_iter().unzip();
+            self.set_labels(client, "cluster_id", old, new);
+        }
+        self.insert_members(client, plan.members);
+    }
+
+    fn insert_members(&self, client: &mut SpiClient<'_>, members: Vec<(i64, i64, bool)>) {
+        let mut ids = Vec::with_capacity(members.len());
+        let mut labels = Vec::with_capacity(members.len());
+        let mut flags = Vec::with_capacity(members.len());
+        for (id, label, flag) in members {
             ids.push(id);
             labels.push(label);
-            alone.push(is_alone);
+            flags.push(flag);
         }
         run(
             client,
@@ -148,14 +284,117 @@ impl Maintainer {
                  SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::boolean[])",
                 self.clusters
             ),
-            &[ids.into(), labels.into(), alone.into()],
+            &[ids.into(), labels.into(), flags.into()],
         );
-        self.choose_representatives(client, plan.touched);
+    }
+
+    /// Stars: a deleted member leaves its cluster, which keeps its smallest remaining id as
+    /// label; the members of a deleted representative are taken out and inserted again.
+    fn delete_stars(&self, client: &mut SpiClient<'_>, rows: &Rows) {
+        let mut orphaned = BTreeSet::new();
+        let mut shrunk = BTreeSet::new();
+        for row in select(
+            client,
+            &format!(
+                "DELETE FROM {clusters} c USING ({source}) s WHERE c.id = s.id
+                 RETURNING c.cluster_id, c.is_representative",
+                clusters = self.clusters,
+                source = self.source(rows)
+            ),
+            &[filter_arg(rows)],
+        ) {
+            let Some(label) = row.get::<i64>(1).ok().flatten() else {
+                continue;
+            };
+            if row.get::<bool>(2).ok().flatten() == Some(true) {
+                orphaned.insert(label);
+            } else {
+                shrunk.insert(label);
+            }
+        }
+        let shrunk: Vec<i64> = shrunk.difference(&orphaned).copied().collect();
+        if !shrunk.is_empty() {
+            run(
+                client,
+                &format!(
+                    "UPDATE {clusters} c SET cluster_id = m.smallest
+                     FROM (SELECT cluster_id, min(id) AS smallest FROM {clusters}
+                           WHERE cluster_id = ANY($1) GROUP BY cluster_id) m
+                     WHERE c.cluster_id = m.cluster_id AND c.cluster_id = ANY($1)
+                       AND m.smallest <> m.cluster_id",
+                    clusters = self.clusters
+                ),
+                &[shrunk.into()],
+            );
+        }
+        if orphaned.is_empty() {
+            return;
+        }
+        let orphaned: Vec<i64> = orphaned.into_iter().collect();
+        let orphans: Vec<i64> = select(
+            client,
+            &format!(
+                "DELETE FROM {} WHERE cluster_id = ANY($1) RETURNING id",
+                self.clusters
+            ),
+            &[orphaned.into()],
+        )
+        .map(|row| self.id_of(row.get::<i64>(1)))
+        .collect();
+        if !orphans.is_empty() {
+            self.insert_stars(client, &Rows::Table(orphans));
+        }
+    }
+
+    /// Stars: a row whose signature or id changed is deleted and inserted again; other
+    /// changes, the priority's included, leave the clusters as they are.
+    fn update_stars(&self, client: &mut SpiClient<'_>, old: &str, new: &str) {
+        let old_all = self.source(&Rows::All(old.to_string()));
+        let new_all = self.source(&Rows::All(new.to_string()));
+        let mut gone: Vec<i64> = select(
+            client,
+            &format!("SELECT id FROM ({old_all}) o EXCEPT SELECT id FROM ({new_all}) n"),
+            &[],
+        )
+        .map(|row| self.id_of(row.get::<i64>(1)))
+        .collect();
+        let mut searched: Vec<i64> = select(
+            client,
+            &format!("SELECT id FROM ({new_all}) n EXCEPT SELECT id FROM ({old_all}) o"),
+            &[],
+        )
+        .map(|row| self.id_of(row.get::<i64>(1)))
+        .collect();
+        let kept_query = format!(
+            "SELECT n.id, c.id IS NOT NULL, {same}
+             FROM ({new_all}) n JOIN ({old_all}) o USING (id)
+             LEFT JOIN {clusters} c ON c.id = n.id",
+            same = self.same_signature("o.fp", "n.fp"),
+            clusters = self.clusters,
+        );
+        for row in select(client, &kept_query, &[]) {
+            let id = self.id_of(row.get::<i64>(1));
+            let clustered = row.get::<bool>(2).ok().flatten() == Some(true);
+            let unchanged = row.get::<bool>(3).ok().flatten() == Some(true);
+            if !clustered {
+                searched.push(id);
+            } else if !unchanged {
+                // Kept ids are in both tables: the old one names it for the delete.
+                gone.push(id);
+                searched.push(id);
+            }
+        }
+        if !gone.is_empty() {
+            self.delete_stars(client, &Rows::Only(old.to_string(), gone));
+        }
+        if !searched.is_empty() {
+            self.insert_stars(client, &Rows::Only(new.to_string(), searched));
+        }
     }
 
     /// Rows leave their clusters; what remains of each cluster is split into the parts
     /// that are still connected.
-    pub fn delete(&self, client: &mut SpiClient<'_>, rows: &Rows) {
+    fn delete_components(&self, client: &mut SpiClient<'_>, rows: &Rows) {
         let labels: BTreeSet<i64> = select(
             client,
             &format!(
@@ -171,24 +410,55 @@ impl Maintainer {
             return;
         }
         let labels: Vec<i64> = labels.into_iter().collect();
-        let mut members: BTreeMap<i64, Vec<(i64, Option<u64>)>> = BTreeMap::new();
+        let signature = match self.args.threshold {
+            Threshold::Hamming(_) => format!("t.{}::bigint", self.args.signature),
+            Threshold::Jaccard(_) => format!("t.{}", self.args.signature),
+        };
         let query = format!(
-            "SELECT c.cluster_id, c.id, t.{sig}::bigint FROM {clusters} c JOIN {table} t ON t.{id} = c.id
+            "SELECT c.cluster_id, c.id, {signature} FROM {clusters} c JOIN {table} t ON t.{id} = c.id
              WHERE c.cluster_id = ANY($1)",
-            sig = self.args.signature,
             id = self.args.id,
             clusters = self.clusters,
             table = self.table
         );
+        let mut fingerprints: BTreeMap<i64, Vec<(i64, Option<u64>)>> = BTreeMap::new();
+        let mut sketches: BTreeMap<i64, Vec<SketchMember>> = BTreeMap::new();
         for row in select(client, &query, &[labels.into()]) {
             let label = self.id_of(row.get::<i64>(1));
             let id = self.id_of(row.get::<i64>(2));
-            let fp = row.get::<i64>(3).ok().flatten().map(|fp| fp as u64);
-            members.entry(label).or_default().push((id, fp));
+            match self.args.threshold {
+                Threshold::Hamming(_) => {
+                    let fp = row.get::<i64>(3).ok().flatten().map(|fp| fp as u64);
+                    fingerprints.entry(label).or_default().push((id, fp));
+                }
+                Threshold::Jaccard(_) => {
+                    let sketch = row.get::<Minhash>(3).ok().flatten();
+                    let values = sketch.map(|Minhash(s)| s.values().to_vec());
+                    sketches.entry(label).or_default().push((id, values));
+                }
+            }
         }
+        let parts = fingerprints
+            .into_iter()
+            .map(|(label, rows)| {
+                let Threshold::Hamming(k) = self.args.threshold else {
+                    unreachable!("fingerprints are read for a Hamming distance")
+                };
+                (label, plan_split(&rows, k))
+            })
+            .chain(sketches.into_iter().map(|(label, rows)| {
+                let Threshold::Jaccard(t) = self.args.threshold else {
+                    unreachable!("sketches are read for a Jaccard threshold")
+                };
+                let banding = |m| crate::lsh::banding_for_threshold("neardup_track_clusters", t, m);
+                let parts = plan_split_minhash(&rows, t, banding).unwrap_or_else(|e| {
+                    errors::invalid_parameter(format!("neardup_track_clusters: {e}"))
+                });
+                (label, parts)
+            }));
         let (mut moved, mut moved_to, mut remaining) = (Vec::new(), Vec::new(), Vec::new());
-        for (label, rows) in members {
-            for (id, part) in plan_split(&rows, self.args.max_distance) {
+        for (label, split) in parts {
+            for (id, part) in split {
                 if part != label {
                     moved.push(id);
                     moved_to.push(part);
@@ -208,7 +478,7 @@ impl Maintainer {
     /// stays in its cluster when the new signature is still within the distance of the
     /// cluster's representative (tier 1, no search); otherwise it leaves its cluster and is
     /// searched for like a new row (tier 2).
-    pub fn update(&self, client: &mut SpiClient<'_>, old: &str, new: &str) {
+    fn update_components(&self, client: &mut SpiClient<'_>, old: &str, new: &str) {
         let old_all = self.source(&Rows::All(old.to_string()));
         let new_all = self.source(&Rows::All(new.to_string()));
         let gone: Vec<i64> = select(
@@ -231,15 +501,17 @@ impl Maintainer {
         // Rows kept by id, with both signatures, their cluster, and the representative's
         // signature (its old one when the row is the representative itself).
         let kept_query = format!(
-            "SELECT n.id, n.fp::bigint, c.cluster_id,
-                    CASE WHEN c.is_representative THEN o.fp::bigint ELSE rt.{sig}::bigint END,
+            "SELECT n.id, c.cluster_id,
+                    CASE WHEN c.is_representative THEN {near_old} ELSE {near_representative} END,
                     EXISTS (SELECT 1 FROM {clusters} c2 WHERE c2.cluster_id = c.cluster_id AND c2.id <> c.id),
-                    o.fp::bigint IS NOT DISTINCT FROM n.fp::bigint
+                    {same}
              FROM ({new_all}) n JOIN ({old_all}) o USING (id)
              LEFT JOIN {clusters} c ON c.id = n.id
              LEFT JOIN {clusters} r ON r.cluster_id = c.cluster_id AND r.is_representative
              LEFT JOIN {table} rt ON rt.{id} = r.id",
-            sig = self.args.signature,
+            near_old = self.near("o.fp", "n.fp"),
+            near_representative = self.near(&format!("rt.{}", self.args.signature), "n.fp"),
+            same = self.same_signature("o.fp", "n.fp"),
             id = self.args.id,
             clusters = self.clusters,
             table = self.table,
@@ -248,15 +520,10 @@ impl Maintainer {
         let mut leaving = Vec::new();
         for row in select(client, &kept_query, &[]) {
             let id = self.id_of(row.get::<i64>(1));
-            let new_fp = row.get::<i64>(2).ok().flatten();
-            let clustered = row.get::<i64>(3).ok().flatten().is_some();
-            let representative_fp = row.get::<i64>(4).ok().flatten();
-            let has_company = row.get::<bool>(5).ok().flatten() == Some(true);
-            let unchanged = row.get::<bool>(6).ok().flatten() == Some(true);
-            let near_representative = match (new_fp, representative_fp) {
-                (Some(a), Some(b)) => hamming(a as u64, b as u64) <= self.args.max_distance,
-                _ => false,
-            };
+            let clustered = row.get::<i64>(2).ok().flatten().is_some();
+            let near_representative = row.get::<bool>(3).ok().flatten() == Some(true);
+            let has_company = row.get::<bool>(4).ok().flatten() == Some(true);
+            let unchanged = row.get::<bool>(5).ok().flatten() == Some(true);
             if !clustered {
                 searched.push(id);
             } else if unchanged || (has_company && near_representative) {
@@ -336,6 +603,15 @@ impl Maintainer {
         let (table, filter) = match rows {
             Rows::All(t) => (t, ""),
             Rows::Only(t, _) => (t, " WHERE s.id = ANY($1)"),
+            // The id column itself is compared, so its index serves the search.
+            Rows::Table(_) => {
+                return format!(
+                    "SELECT {id}::bigint AS id, {sig} AS fp FROM {table} WHERE {id} = ANY($1)",
+                    id = self.args.id,
+                    sig = self.args.signature,
+                    table = self.table
+                )
+            }
         };
         format!(
             "SELECT * FROM (SELECT {id}::bigint AS id, {sig} AS fp FROM {table}) s{filter}",
@@ -351,6 +627,30 @@ impl Maintainer {
                 self.args.id
             ))
         })
+    }
+}
+
+/// The condition that the signature `indexed` (a column of the clustered table, which its
+/// index serves) is within `threshold` of `probe`, with the extension's functions and
+/// operators named through `schema`. NULL when either is NULL.
+pub(crate) fn near_condition(
+    schema: &str,
+    threshold: Threshold,
+    indexed: &str,
+    probe: &str,
+) -> String {
+    match threshold {
+        Threshold::Hamming(k) => {
+            format!("{indexed} OPERATOR({schema}.<@) {schema}.hamming_ball({probe}, {k})")
+        }
+        // The constant is written as `lsh_bands(sig, 0.8)` in an index folds to, so the
+        // planner matches the index expression. f64's Display is exact and never an
+        // exponent.
+        Threshold::Jaccard(t) => format!(
+            "{schema}.lsh_bands({indexed}, '{t}'::double precision) OPERATOR({schema}.&&) \
+             {schema}.lsh_bands({probe}, '{t}'::double precision) \
+             AND {schema}.jaccard({indexed}, {probe}) >= '{t}'::double precision"
+        ),
     }
 }
 
@@ -373,7 +673,7 @@ fn checked_priority(table: &str, priority: &str) -> String {
 fn filter_arg(rows: &Rows) -> DatumWithOid<'static> {
     match rows {
         Rows::All(_) => Vec::<i64>::new().into(),
-        Rows::Only(_, ids) => ids.clone().into(),
+        Rows::Only(_, ids) | Rows::Table(ids) => ids.clone().into(),
     }
 }
 

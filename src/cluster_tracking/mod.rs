@@ -2,6 +2,30 @@
 //! trigger function `neardup_track_clusters` and `neardup_cluster_tracking`, which creates a
 //! cluster table, fills it and installs the triggers.
 //!
+//! Signatures are simhash fingerprints (`simhash64` or `bigint`, near within a Hamming
+//! distance, found through a `hamming` index) or minhash sketches (`minhash_sketch`, near
+//! when they share a band of `lsh_bands(sketch, threshold)` and `jaccard >= threshold`, found
+//! through a GIN index on that expression). Clusters are kept by one of the two methods of
+//! `neardup_clusters`:
+//!
+//! - `components`: connected components. New rows join and merge the clusters of their
+//!   near-duplicates; after deletes, what is left of a cluster splits into its connected
+//!   parts; the representative is the cluster's first member by priority. After inserts and
+//!   deletes the table equals `neardup_clusters` of the final table. An update keeps a row
+//!   whose new signature is still near its representative in its cluster (Zhu et al.'s
+//!   tier 1), so after updates it may differ from the batch clustering.
+//! - `representatives` (stars, which do not chain): a new row joins the cluster of the
+//!   first representative by priority (then id) within the threshold of it; a row near no
+//!   representative becomes the representative of a cluster of its own. A statement's new
+//!   rows are taken in priority order, so one can become the representative of later ones.
+//!   Deleting a member changes nothing else (the label stays the smallest remaining id);
+//!   deleting a representative takes its cluster's other members out and inserts them again
+//!   by the same rule. An update that changes the signature (or id) is a delete and an
+//!   insert of the row; one that changes only other columns, the priority's included,
+//!   changes nothing. Every member is always within the threshold of its representative,
+//!   and inserting the rows in priority order, in statements of any size, ends in exactly
+//!   `neardup_clusters(…, method => 'representatives')` of the table.
+//!
 //! The triggers are statement-level with transition tables, so `INSERT … SELECT` of a
 //! million rows searches its neighbours in one join and writes the clusters in a few
 //! statements instead of a round of queries per row. What each statement does is planned by
@@ -18,6 +42,8 @@ mod maintain;
 
 use crate::errors;
 use crate::table_args::{checked_distance, quote_ident};
+#[cfg(any(test, feature = "pg_test"))]
+pub(crate) use maintain::near_condition;
 use maintain::{Maintainer, Rows};
 use pgrx::prelude::*;
 use pgrx::{PgSqlErrorCode, PgTrigger, PgTriggerError};
@@ -32,8 +58,11 @@ pgrx::extension_sql_file!(
 /// OID), so they do not collide with an application's own one-key advisory locks.
 const ADVISORY_LOCK_SPACE: i32 = 0x6e64_7570; // "ndup"
 
-/// `neardup_track_clusters(clusters_table, id_column, signature_column, max_distance
-/// [, priority])`: an AFTER … FOR EACH STATEMENT trigger with transition tables.
+/// `neardup_track_clusters(clusters_table, id_column, signature_column, threshold
+/// [, priority [, method]])`: an AFTER … FOR EACH STATEMENT trigger with transition tables.
+/// The threshold is a maximum Hamming distance (an integer) for a simhash column and a
+/// minimum Jaccard estimate for a `minhash_sketch` column; the column's type decides. An
+/// empty priority is none; the method is `components` (the default) or `representatives`.
 #[pg_trigger]
 fn neardup_track_clusters<'a>(
     trigger: &'a PgTrigger<'a>,
@@ -119,43 +148,90 @@ impl TriggerSettings {
     }
 }
 
+/// How near two signatures must be to be near-duplicates.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Threshold {
+    /// simhash: at most this Hamming distance.
+    Hamming(u32),
+    /// minhash: a shared band of `lsh_bands(sketch, threshold)` and a Jaccard estimate of at
+    /// least this.
+    Jaccard(f64),
+}
+
+/// How the clusters are kept (the `method` of `neardup_clusters`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Method {
+    Components,
+    Representatives,
+}
+
 /// The trigger's arguments, checked.
 struct TrackingArgs {
     /// The cluster table's name, as given.
     clusters: String,
     id: String,
     signature: String,
-    max_distance: u32,
+    threshold: Threshold,
     priority: Option<String>,
+    method: Method,
 }
 
 impl TrackingArgs {
-    fn parse(args: &[String]) -> TrackingArgs {
-        if !(4..=5).contains(&args.len()) {
+    /// Refuses a wrong number of arguments before any of them is read.
+    fn check_count(args: &[String]) {
+        if !(4..=6).contains(&args.len()) {
             errors::invalid_parameter(format!(
-                "neardup_track_clusters takes 4 or 5 arguments (clusters table, id column, \
-                 signature column, max distance[, priority]), got {}",
+                "neardup_track_clusters takes 4 to 6 arguments (clusters table, id column, \
+                 signature column, max distance or min Jaccard[, priority[, method]]), got {}",
                 args.len()
             ));
         }
-        let max_distance = args[3].trim().parse::<i32>().unwrap_or_else(|e| {
-            let why = match e.kind() {
-                std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
-                    "is out of range"
-                }
-                _ => "is not an integer",
-            };
-            errors::invalid_parameter(format!(
-                "neardup_track_clusters: max distance \"{}\" {why}",
-                args[3]
-            ))
-        });
+    }
+
+    /// The arguments, the threshold read as a Jaccard estimate when the signature column is
+    /// a `minhash_sketch`, else as a Hamming distance.
+    fn parse(args: &[String], minhash: bool) -> TrackingArgs {
+        Self::check_count(args);
+        let threshold = if minhash {
+            let value = args[3].trim().parse::<f64>().unwrap_or_else(|_| {
+                errors::invalid_parameter(format!(
+                    "neardup_track_clusters: min Jaccard \"{}\" is not a number",
+                    args[3]
+                ))
+            });
+            if let Err(e) = neardup_core::lsh::check_threshold(value) {
+                errors::invalid_parameter(format!("neardup_track_clusters: {e}"));
+            }
+            Threshold::Jaccard(value)
+        } else {
+            let max_distance = args[3].trim().parse::<i32>().unwrap_or_else(|e| {
+                let why = match e.kind() {
+                    std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
+                        "is out of range"
+                    }
+                    _ => "is not an integer",
+                };
+                errors::invalid_parameter(format!(
+                    "neardup_track_clusters: max distance \"{}\" {why}",
+                    args[3]
+                ))
+            });
+            Threshold::Hamming(checked_distance("neardup_track_clusters", max_distance))
+        };
+        let method = match args.get(5).map(|m| m.trim()) {
+            None | Some("") | Some("components") => Method::Components,
+            Some("representatives") => Method::Representatives,
+            Some(other) => errors::invalid_parameter(format!(
+                "neardup_track_clusters: method must be 'components' or 'representatives', not '{other}'"
+            )),
+        };
         TrackingArgs {
             clusters: args[0].clone(),
             id: quote_ident(&args[1]),
             signature: quote_ident(&args[2]),
-            max_distance: checked_distance("neardup_track_clusters", max_distance),
+            threshold,
             priority: args.get(4).filter(|p| !p.trim().is_empty()).cloned(),
+            method,
         }
     }
 }

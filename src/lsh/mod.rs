@@ -81,7 +81,9 @@ fn banding(bands: i64, rows: i64, num_hashes: usize) -> Banding {
 }
 
 /// The band keys of a sketch's first `bands × rows` minvalues.
-#[pg_extern(immutable, strict, parallel_safe, name = "lsh_bands", requires = ["lsh_shell", "shingling_types"])]
+// COST: a hash per band, which the planner should weigh when it could use an index on
+// the expression instead of computing it for every row of a join.
+#[pg_extern(immutable, strict, parallel_safe, cost = 50, name = "lsh_bands", requires = ["lsh_shell", "shingling_types"])]
 fn lsh_bands_of_sketch(sketch: Minhash, bands: i32, rows: i32) -> LshBands {
     let values = sketch.0.values();
     LshBands(BandKeys::of_sketch(
@@ -116,7 +118,7 @@ pub(crate) fn banding_for_threshold(function: &str, threshold: f64, num_hashes: 
 
 /// The band keys of a sketch for a Jaccard threshold: the bands × rows `lsh_params` picks
 /// with false negatives weighted 0.9 and false positives 0.1.
-#[pg_extern(immutable, strict, parallel_safe, name = "lsh_bands", requires = ["lsh_shell", "shingling_types"])]
+#[pg_extern(immutable, strict, parallel_safe, cost = 50, name = "lsh_bands", requires = ["lsh_shell", "shingling_types"])]
 fn lsh_bands_for_threshold(sketch: Minhash, threshold: f64) -> LshBands {
     let values = sketch.0.values();
     let banding = banding_for_threshold("lsh_bands", threshold, values.len());
