@@ -162,3 +162,24 @@ fn minhash_pairs_errors_and_limits() {
         Some("53200")
     );
 }
+
+#[pg_test]
+fn lsh_golden_vectors_through_sql() {
+    let mut checked = 0;
+    for line in include_str!("../../tests/golden_lsh.tsv").lines().filter(|l| !l.starts_with('#')) {
+        let c: Vec<&str> = line.split('\t').collect();
+        let keys = text(&format!("SELECT lsh_bands('{}'::minhash_sketch, {}, {})::text", c[0], c[1], c[2]));
+        assert_eq!(keys, c[3], "{line}");
+        checked += 1;
+    }
+    assert!(checked >= 20);
+    // The banding a threshold picks, seen through the keys' count and the text form.
+    for line in include_str!("../../tests/golden_lsh_params.tsv").lines().filter(|l| !l.starts_with('#')) {
+        let c: Vec<&str> = line.split('\t').collect();
+        let header = text(&format!(
+            "SELECT split_part(lsh_bands(minhash('golden', num_hashes => {}), {}::float8)::text, ':', 1)",
+            c[1], c[0]
+        ));
+        assert_eq!(header, format!("b{}r{}", c[2], c[3]), "{line}");
+    }
+}
