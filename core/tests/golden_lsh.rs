@@ -9,6 +9,8 @@ use neardup_core::lsh::{params_for_threshold, Banding, VERIFIED_WEIGHTS};
 use neardup_core::lsh_encoding::BandKeys;
 use neardup_core::minhash::MinhashSketch;
 
+// Shared with the other golden tests; this one reads no escaped text.
+#[allow(dead_code)]
 mod golden_text;
 use golden_text::rows;
 

@@ -346,25 +346,34 @@ impl Maintainer {
         }
     }
 
+    /// The statement's old and new rows as queries, the ids only the old rows have (gone)
+    /// and the ids only the new rows have (to search like new rows).
+    fn ids_changed(
+        &self,
+        client: &mut SpiClient<'_>,
+        old: &str,
+        new: &str,
+    ) -> (String, String, Vec<i64>, Vec<i64>) {
+        let old_all = self.source(&Rows::All(old.to_string()));
+        let new_all = self.source(&Rows::All(new.to_string()));
+        let mut only_in = |a: &str, b: &str| -> Vec<i64> {
+            select(
+                client,
+                &format!("SELECT id FROM ({a}) x EXCEPT SELECT id FROM ({b}) y"),
+                &[],
+            )
+            .map(|row| self.id_of(row.get::<i64>(1)))
+            .collect()
+        };
+        let gone = only_in(&old_all, &new_all);
+        let searched = only_in(&new_all, &old_all);
+        (old_all, new_all, gone, searched)
+    }
+
     /// Stars: a row whose signature or id changed is deleted and inserted again; other
     /// changes, the priority's included, leave the clusters as they are.
     fn update_stars(&self, client: &mut SpiClient<'_>, old: &str, new: &str) {
-        let old_all = self.source(&Rows::All(old.to_string()));
-        let new_all = self.source(&Rows::All(new.to_string()));
-        let mut gone: Vec<i64> = select(
-            client,
-            &format!("SELECT id FROM ({old_all}) o EXCEPT SELECT id FROM ({new_all}) n"),
-            &[],
-        )
-        .map(|row| self.id_of(row.get::<i64>(1)))
-        .collect();
-        let mut searched: Vec<i64> = select(
-            client,
-            &format!("SELECT id FROM ({new_all}) n EXCEPT SELECT id FROM ({old_all}) o"),
-            &[],
-        )
-        .map(|row| self.id_of(row.get::<i64>(1)))
-        .collect();
+        let (old_all, new_all, mut gone, mut searched) = self.ids_changed(client, old, new);
         let kept_query = format!(
             "SELECT n.id, c.id IS NOT NULL, {same}
              FROM ({new_all}) n JOIN ({old_all}) o USING (id)
@@ -479,22 +488,7 @@ impl Maintainer {
     /// cluster's representative (tier 1, no search); otherwise it leaves its cluster and is
     /// searched for like a new row (tier 2).
     fn update_components(&self, client: &mut SpiClient<'_>, old: &str, new: &str) {
-        let old_all = self.source(&Rows::All(old.to_string()));
-        let new_all = self.source(&Rows::All(new.to_string()));
-        let gone: Vec<i64> = select(
-            client,
-            &format!("SELECT id FROM ({old_all}) o EXCEPT SELECT id FROM ({new_all}) n"),
-            &[],
-        )
-        .map(|row| self.id_of(row.get::<i64>(1)))
-        .collect();
-        let mut searched: Vec<i64> = select(
-            client,
-            &format!("SELECT id FROM ({new_all}) n EXCEPT SELECT id FROM ({old_all}) o"),
-            &[],
-        )
-        .map(|row| self.id_of(row.get::<i64>(1)))
-        .collect();
+        let (old_all, new_all, gone, mut searched) = self.ids_changed(client, old, new);
         if !gone.is_empty() {
             self.delete(client, &Rows::Only(old.to_string(), gone));
         }

@@ -3,26 +3,10 @@
 //! shared band: the index answer is exact and needs no recheck.
 
 use super::LshBands;
+use crate::shingling::gin::key_array;
 use pgrx::fcinfo::{pg_getarg, pg_getarg_datum_raw};
 use pgrx::prelude::*;
 use pgrx::Internal;
-
-/// A palloc'd array of int8 key datums, and its length through `nkeys`.
-///
-/// # Safety
-/// `nkeys` must point to an int32 the caller reads.
-unsafe fn key_array(keys: &[u64], nkeys: *mut i32) -> Internal {
-    // SAFETY: writes within the palloc'd array and the caller's counter.
-    unsafe {
-        *nkeys = keys.len() as i32;
-        let array = pg_sys::palloc(keys.len().max(1) * std::mem::size_of::<pg_sys::Datum>())
-            as *mut pg_sys::Datum;
-        for (i, &k) in keys.iter().enumerate() {
-            *array.add(i) = pg_sys::Datum::from(k as i64);
-        }
-        Internal::from(Some(pg_sys::Datum::from(array)))
-    }
-}
 
 #[pg_extern(sql = "
 CREATE FUNCTION lsh_bands_gin_extract_value(lsh_bands, internal, internal)

@@ -25,7 +25,7 @@ use pgrx::Internal;
 ///
 /// # Safety
 /// `nkeys` must point to an int32 the caller reads.
-unsafe fn key_array(keys: &[u64], nkeys: *mut i32) -> Internal {
+pub(crate) unsafe fn key_array(keys: &[u64], nkeys: *mut i32) -> Internal {
     // SAFETY: writes within the palloc'd array and the caller's counter.
     unsafe {
         *nkeys = keys.len() as i32;

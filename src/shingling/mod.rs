@@ -3,7 +3,7 @@
 //! sketches, supershingles, index keys and encodings are `neardup_core::{minhash,
 //! supershingles}`; types, operators and the operator class are `sql/shingling.sql`.
 
-mod gin;
+pub(crate) mod gin;
 
 use crate::errors;
 use crate::stored_type::{rest_of_message, stored_type, StoredBytes};
