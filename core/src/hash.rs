@@ -21,8 +21,17 @@ pub fn hash_prefix(window: &[u8], len: usize) -> u64 {
             let le = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
             xxh3_short(le(lo), le(hi), len)
         }
-        _ => hash_bytes(&window[..len]),
+        _ => hash_long(&window[..len]),
     }
+}
+
+/// [`hash_bytes`] out of line, for the rare token [`hash_prefix`] cannot load as two words
+/// (longer than 16 bytes, or without 16 bytes of window): keeps the whole XXH3 out of the
+/// per-token loops that inline `hash_prefix`, so they stay small enough to inline too.
+#[cold]
+#[inline(never)]
+fn hash_long(bytes: &[u8]) -> u64 {
+    hash_bytes(bytes)
 }
 
 /// The first 72 bytes of XXH3's default secret (`kSecret`): all that inputs of up to 16
@@ -113,13 +122,23 @@ fn xxh3_9to16(lo: u64, hi: u64, len: usize) -> u64 {
 /// `h = t[0]; for each next t: h = (rotl(h, 27) ^ t) * 0x9E3779B97F4A7C15 (mod 2^64)`,
 /// then `h ^ (h >> 32)`. The inputs are already XXH3 outputs, so a multiply-rotate chain is
 /// enough to spread them, at a fraction of the cost of hashing their bytes again.
+/// (Not linear in any one ring, so windows that overlap share no work.)
 #[inline]
 pub fn hash_sequence(hashes: impl Iterator<Item = u64>) -> u64 {
     let mut hashes = hashes;
     let first = hashes.next().unwrap_or(0);
-    let h = hashes.fold(first, |h, t| {
-        (h.rotate_left(27) ^ t).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-    });
+    sequence_finish(hashes.fold(first, sequence_step))
+}
+
+/// One step of [`hash_sequence`]: the running value `h` takes in the next hash `t`.
+#[inline(always)]
+pub(crate) fn sequence_step(h: u64, t: u64) -> u64 {
+    (h.rotate_left(27) ^ t).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// The last step of [`hash_sequence`], once every hash has been taken in.
+#[inline(always)]
+pub(crate) fn sequence_finish(h: u64) -> u64 {
     h ^ (h >> 32)
 }
 
