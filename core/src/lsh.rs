@@ -229,8 +229,10 @@ pub fn band_value(band: &[u32]) -> u64 {
     // on the stack: this runs once per row and band.
     const STACK_ROWS: usize = 32;
     let encode = |bytes: &mut [u8]| {
-        for (chunk, v) in bytes.chunks_exact_mut(4).zip(band) {
-            chunk.copy_from_slice(&v.to_le_bytes());
+        // Through arrays of 4, so each value is one store rather than a call to memcpy.
+        let (chunks, _) = bytes.as_chunks_mut::<4>();
+        for (chunk, v) in chunks.iter_mut().zip(band) {
+            *chunk = v.to_le_bytes();
         }
     };
     if band.len() <= STACK_ROWS {
