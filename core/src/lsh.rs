@@ -391,7 +391,9 @@ impl BandPairs {
             let value = band_value(banding.band(sketches.row(i), band));
             (value, i)
         }));
-        self.sorted.sort_unstable();
+        // By value only: rows of one value may come in any order, each pair of them is
+        // compared once either way.
+        self.sorted.sort_unstable_by_key(|&(value, _)| value);
         (self.run_end, self.i, self.j) = (0, 0, 0);
     }
 
