@@ -248,15 +248,15 @@ fn simhash_clusters(
     let relation = relation_name("neardup_clusters", tbl);
     let signature = format!("{}::bigint", quote_ident(signature_column));
     let query = rows_in_priority_order(&relation, id_column, &signature, priority);
-    // Per row with a fingerprint: its id and fingerprint, the search's working set, then
-    // its representative and output slot. Rows without one are clusters of their own:
-    // only their id is kept.
+    // Per row with a fingerprint: its id and fingerprint, then the search's working set,
+    // which covers (with the fingerprint gone) its representative, label and output slot.
+    // Rows without one are clusters of their own: only their id is kept.
     let working_set = match method {
         Method::Components => near_duplicate_components_bytes_per_row(),
         Method::Representatives => SimhashNeighbors::bytes_per_row(u32::MAX.into(), max_distance)
             .unwrap_or_else(|e| errors::invalid_parameter(e.0)),
     };
-    let budget = RowBudget::maintenance("neardup_clusters", 8 + 8 + 8 + working_set);
+    let budget = RowBudget::maintenance("neardup_clusters", 8 + 8 + working_set);
     let (mut ids, mut fps, mut alone) = (Vec::new(), Vec::new(), Vec::new());
     for_each_row("neardup_clusters", &query, |row| {
         budget.admit(ids.len() + alone.len() + 1);
@@ -276,6 +276,7 @@ fn simhash_clusters(
         Method::Components => {
             let mut components = near_duplicate_components(&fps, max_distance)
                 .unwrap_or_else(|e| errors::invalid_parameter(e.0));
+            drop(fps);
             first_of_each_component(&mut components, rows)
         }
         Method::Representatives => {

@@ -363,6 +363,7 @@ pub unsafe extern "C-unwind" fn amgettuple(
         let state = &mut *(scan.opaque as *mut ScanState);
         if !state.started {
             state.started = true;
+            count_index_scan(index);
             let cache = ScanCache::for_fetch(&mut state.cache, index, mvcc);
             (state.results, state.later) = first_results(index, &state.query, cache);
         }
@@ -401,6 +402,21 @@ pub unsafe extern "C-unwind" fn amgettuple(
     }
 }
 
+/// One more scan in the index's statistics (`pg_stat_user_indexes.idx_scan`), as
+/// PostgreSQL's `pgstat_count_index_scan` macro counts them for btree and GIN: once per
+/// scan or rescan that reads the index.
+unsafe fn count_index_scan(index: pg_sys::Relation) {
+    // SAFETY: an open relation; pgstat_assoc_relation sets pgstat_info when counting is on.
+    unsafe {
+        if (*index).pgstat_info.is_null() && (*index).pgstat_enabled {
+            pg_sys::pgstat_assoc_relation(index);
+        }
+        if let Some(info) = (*index).pgstat_info.as_mut() {
+            info.t_counts.t_numscans += 1;
+        }
+    }
+}
+
 /// The index tuple of an index-only scan: the row's fingerprint (or NULL). The access method
 /// does not claim to return columns (no amcanreturn), but PostgreSQL still plans an
 /// index-only scan when a query needs no column at all (`SELECT count(*)`), and then wants
@@ -430,6 +446,7 @@ pub unsafe extern "C-unwind" fn amgetbitmap(
         let scan = &mut *scan;
         let mvcc = is_mvcc(scan.xs_snapshot);
         let state = &mut *(scan.opaque as *mut ScanState);
+        count_index_scan(scan.indexRelation);
         let cache = ScanCache::for_fetch(&mut state.cache, scan.indexRelation, mvcc);
         // TIDs go to the bitmap a chunk at a time as they are found: a wide radius matches
         // much of the index, which the bitmap (lossy past work_mem) can hold and a Vec

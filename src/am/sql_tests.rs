@@ -435,3 +435,23 @@ fn knn_wide_bitmap_scans_add_every_match_in_chunks() {
         assert!(count > 1024 || k < 34, "k = {k}: {count} matches, fewer than one chunk");
     }
 }
+
+#[pg_test]
+fn index_scans_are_counted_in_the_statistics() {
+    Spi::run(
+        "SET force_parallel_mode = off;
+         CREATE TABLE counted (id int, fp simhash64);
+         INSERT INTO counted SELECT g, (g * 2654435761)::bigint::simhash64 FROM generate_series(1, 2000) g;
+         CREATE INDEX counted_fp ON counted USING hamming (fp);
+         SET enable_seqscan = off;",
+    )
+    .unwrap();
+    let scans = || int("SELECT pg_stat_get_xact_numscans('counted_fp'::regclass)");
+    let before = scans();
+    // A bitmap scan, then a plain index scan (ORDER BY <~>): idx_scan counts each, as it
+    // does for btree and GIN.
+    Spi::run("SELECT count(*) FROM counted WHERE hamming(fp, '0000000000000000') <= 3").unwrap();
+    Spi::run("SET enable_bitmapscan = off").unwrap();
+    Spi::run("SELECT id FROM counted ORDER BY fp <~> '0000000000000000' LIMIT 3").unwrap();
+    assert_eq!(scans() - before, 2);
+}
