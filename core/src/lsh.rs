@@ -323,6 +323,16 @@ impl SketchTable {
         agreeing.count() as f64 / self.num_hashes as f64
     }
 
+    /// Every row's (value of band `band`, row) into `sorted`, in order of value (rows of one
+    /// value in any order: each pair of them is compared once either way).
+    pub fn sort_band(&self, banding: &Banding, band: usize, sorted: &mut Vec<(u64, u32)>) {
+        sorted.clear();
+        sorted.extend(
+            (0..self.len() as u32).map(|i| (band_value(banding.band(self.row(i), band)), i)),
+        );
+        sorted.sort_unstable_by_key(|&(value, _)| value);
+    }
+
     /// Whether rows `i` and `j` first agree on a whole band at band `band`: pairs sharing
     /// several bands are then reported by the first only. Values are compared, not keys,
     /// so a collision of band hashes makes no candidate.
@@ -385,15 +395,8 @@ impl BandPairs {
 
     fn sort_band(&mut self) {
         interrupts::check();
-        let (sketches, banding, band) = (&self.sketches, &self.banding, self.band);
-        self.sorted.clear();
-        self.sorted.extend((0..sketches.len() as u32).map(|i| {
-            let value = band_value(banding.band(sketches.row(i), band));
-            (value, i)
-        }));
-        // By value only: rows of one value may come in any order, each pair of them is
-        // compared once either way.
-        self.sorted.sort_unstable_by_key(|&(value, _)| value);
+        self.sketches
+            .sort_band(&self.banding, self.band, &mut self.sorted);
         (self.run_end, self.i, self.j) = (0, 0, 0);
     }
 

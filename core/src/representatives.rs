@@ -89,10 +89,8 @@ impl MinhashNeighbors {
         let bands = (0..banding.bands())
             .map(|k| {
                 interrupts::check();
-                let mut sorted: Vec<(u64, u32)> = (0..sketches.len() as u32)
-                    .map(|i| (band_value(banding.band(sketches.row(i), k)), i))
-                    .collect();
-                sorted.sort_unstable();
+                let mut sorted = Vec::with_capacity(sketches.len());
+                sketches.sort_band(&banding, k, &mut sorted);
                 sorted
             })
             .collect();

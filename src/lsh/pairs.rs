@@ -64,10 +64,14 @@ pub(crate) fn read_sketches(
             ));
             sketch.clone()
         });
-        if let Err(e) = jaccard(first, &sketch) {
-            errors::invalid_parameter(format!(
-                "{function}: the sketch of key {key} cannot be compared with the others: {e}"
-            ));
+        // Sketches of one shape compare; only a different shape needs jaccard's message.
+        let shape = |s: &MinhashSketch| (s.num_hashes(), s.features());
+        if shape(first) != shape(&sketch) {
+            if let Err(e) = jaccard(first, &sketch) {
+                errors::invalid_parameter(format!(
+                    "{function}: the sketch of key {key} cannot be compared with the others: {e}"
+                ));
+            }
         }
         let budget = budget.as_ref().expect("set with the first row");
         budget.admit(keys.len() + without_sketch.len() + 1);
