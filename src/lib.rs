@@ -14,6 +14,7 @@ mod cluster_tracking;
 mod clusters;
 mod errors;
 mod hamming_query;
+mod join_keys;
 mod lsh;
 mod memory;
 mod neardup_keep;
@@ -71,5 +72,6 @@ mod tests {
     include!("lsh/tests.rs");
     include!("neardup_keep_tests.rs");
     include!("hamming_query/tests.rs");
+    include!("hamming_query/batch_tests.rs");
     include!("hardening_tests.rs");
 }

@@ -8,6 +8,7 @@
 //! Bloom signatures take another path: the canonical text cut into content-defined
 //! [`chunking`] chunks, each chunk an element ([`chunk_set`]) of a [`bloom`] filter.
 
+pub mod ball_set;
 pub mod bloom;
 pub mod bloom_analysis;
 pub mod bloom_encoding;

@@ -357,15 +357,22 @@ impl Layout {
     /// comparing costs the square of each run's length; pick the blocks that minimise both.
     pub fn for_batch(rows: u64, max_distance: u32) -> Result<Layout, LayoutError> {
         let n = rows.max(2) as f64;
-        let cost = |layout: &Layout| {
-            let tables = layout.tables().len() as f64;
-            let compare: f64 = layout
-                .tables()
-                .iter()
-                .map(|t| n * n / 2f64.powi(t.prefix_bits as i32 + 1))
-                .sum();
-            tables * n * n.log2() + compare
-        };
+        Layout::cheapest(max_distance, |layout| {
+            layout.tables().len() as f64 * n * n.log2() + layout.candidate_pairs(n)
+        })
+    }
+
+    /// Pairs of `n` uniform fingerprints sharing a prefix, summed over the tables: the
+    /// candidates a self-join compares.
+    fn candidate_pairs(&self, n: f64) -> f64 {
+        self.tables
+            .iter()
+            .map(|t| n * n / 2f64.powi(t.prefix_bits as i32 + 1))
+            .sum()
+    }
+
+    /// The layout for `max_distance` of least `cost`, from the fewest blocks up.
+    fn cheapest(max_distance: u32, cost: impl Fn(&Layout) -> f64) -> Result<Layout, LayoutError> {
         let mut best = Layout::new(max_distance + 1, max_distance)?;
         for blocks in max_distance + 2..=MAX_BLOCKS as u32 {
             match Layout::new(blocks, max_distance) {
@@ -375,6 +382,56 @@ impl Layout {
             }
         }
         Ok(best)
+    }
+}
+
+/// Bits of a join key above its prefix: the table number (a layout has at most
+/// [`MAX_TABLES`] = 64 tables).
+const JOIN_TABLE_BITS: u32 = 6;
+/// The longest table prefix a join key holds whole.
+pub const MAX_JOIN_PREFIX_BITS: u32 = 64 - JOIN_TABLE_BITS;
+/// What storing one (key, row) costs in a SQL join, in candidate comparisons: the row is
+/// written, hashed and read back, a candidate pair is one probe and one distance test.
+const JOIN_ROW_COST: f64 = 3.0;
+
+/// Manku's tables as an equi-join (the pigeonhole argument in SQL): a fingerprint has one
+/// key per table, the table number (top 6 bits) above the table's prefix of the permuted
+/// value (its leading blocks). Two fingerprints within `max_distance` bits share the key of
+/// every table whose leading blocks they agree on, at least one; the pair is reported at
+/// one of them, its owner table's ([`Layout::pair_key`]), so a join on the key reports it
+/// once.
+impl Layout {
+    /// The layout for join keys over `rows` fingerprints: the blocks that minimise the key
+    /// rows stored plus the candidate pairs compared.
+    pub fn for_join(rows: u64, max_distance: u32) -> Result<Layout, LayoutError> {
+        let n = rows.max(2) as f64;
+        Layout::cheapest(max_distance, |layout| {
+            layout.tables().len() as f64 * n * JOIN_ROW_COST + layout.candidate_pairs(n)
+        })
+    }
+
+    /// The key of `fp` in table `table`. A prefix longer than [`MAX_JOIN_PREFIX_BITS`]
+    /// (a layout for 0 or 1 bits) keeps its leading bits: keys shared by more fingerprints
+    /// only add candidates, and every pair still shares its owner table's key.
+    pub fn join_key(&self, table: usize, fp: u64) -> u64 {
+        let t = &self.tables[table];
+        let bits = t.prefix_bits.min(MAX_JOIN_PREFIX_BITS);
+        (table as u64) << MAX_JOIN_PREFIX_BITS | t.apply(fp) >> (64 - bits)
+    }
+
+    /// The keys of `fp`, one per table, in table order.
+    pub fn join_keys(&self, fp: u64) -> impl Iterator<Item = u64> + '_ {
+        (0..self.tables.len()).map(move |t| self.join_key(t, fp))
+    }
+
+    /// The key at which the pair (a, b) is reported, or `None` when they are more than
+    /// `max_distance` bits apart.
+    pub fn pair_key(&self, a: u64, b: u64) -> Option<u64> {
+        if hamming(a, b) > self.max_distance {
+            return None;
+        }
+        let owner = self.owner_table(self.equal_blocks(a, b))?;
+        Some(self.join_key(owner, a))
     }
 }
 
@@ -422,6 +479,62 @@ impl SortedTables {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A join on the keys, keeping the pairs whose pair key is the shared key, gives every
+    /// pair within the distance exactly once, as the in-memory batch does; on random,
+    /// clustered, duplicated and shared-prefix data.
+    #[test]
+    fn join_keys_report_every_pair_once() {
+        let mut next = rng(77);
+        let mut fps: Vec<u64> = (0..3000).map(|_| next()).collect();
+        for i in 0..300 {
+            let c = fps[i];
+            fps.push(c ^ 1 << (next() % 64) ^ 1 << (next() % 64));
+            fps.push(c);
+        }
+        fps.extend((0..300).map(|_| 0xa5c3e1 << 40 | next() >> 24));
+        for (max_distance, blocks) in [(0, 1), (1, 3), (3, 4), (3, 5), (3, 6), (4, 7)] {
+            let layout = Layout::new(blocks, max_distance).unwrap();
+            let mut by_key: std::collections::HashMap<u64, Vec<u32>> = Default::default();
+            for (i, &fp) in fps.iter().enumerate() {
+                let keys: Vec<u64> = layout.join_keys(fp).collect();
+                assert_eq!(keys.len(), layout.tables().len());
+                for k in keys {
+                    by_key.entry(k).or_default().push(i as u32);
+                }
+            }
+            let mut joined = Vec::new();
+            for (&key, rows) in &by_key {
+                for (x, &a) in rows.iter().enumerate() {
+                    for &b in &rows[x + 1..] {
+                        let (fa, fb) = (fps[a as usize], fps[b as usize]);
+                        if layout.pair_key(fa, fb) == Some(key) {
+                            assert_eq!(layout.pair_key(fb, fa), Some(key), "symmetric");
+                            joined.push((a.min(b), a.max(b), hamming(fa, fb)));
+                        }
+                    }
+                }
+            }
+            joined.sort_unstable();
+            let mut expected = all_pairs(&fps, max_distance).unwrap();
+            expected.sort_unstable();
+            assert_eq!(joined, expected, "k={max_distance} r={blocks}");
+        }
+    }
+
+    #[test]
+    fn join_layouts_trade_rows_for_candidates() {
+        assert_eq!(Layout::for_join(100_000, 3).unwrap().blocks(), 4);
+        assert_eq!(Layout::for_join(3_000_000, 3).unwrap().blocks(), 5);
+        // Keys of different tables never meet, whatever the prefix length.
+        let layout = Layout::new(2, 0).unwrap();
+        assert_eq!(
+            layout.join_key(0, u64::MAX),
+            (1 << MAX_JOIN_PREFIX_BITS) - 1
+        );
+        let layout = Layout::new(16, 1).unwrap();
+        assert_eq!(layout.join_key(15, 0) >> MAX_JOIN_PREFIX_BITS, 15);
+    }
 
     fn rng(seed: u64) -> impl FnMut() -> u64 {
         let mut x = seed;

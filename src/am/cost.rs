@@ -12,7 +12,8 @@
 
 use super::meta;
 use super::page;
-use super::scan::{pass_rows_cap, FIRST_PASS_ROWS};
+use super::scan::{pass_rows_cap, FIRST_PASS_ROWS, PASSES_BEFORE_SORTING};
+use crate::hamming_query::estimate::{batch_parts, Radius};
 use neardup_core::index_page;
 use neardup_core::nearest::passes_for_uniform;
 use pgrx::prelude::*;
@@ -46,14 +47,16 @@ pub unsafe extern "C-unwind" fn amcostestimate(
         let pending_rows = pending_pages * page::ENTRIES_PER_PAGE as f64;
         let rows = m.run_rows() as f64 + pending_rows;
         let tuple_cost = pg_sys::cpu_index_tuple_cost + pg_sys::cpu_operator_cost;
-        let radius = smallest_radius(path);
+        let probes = probes_of(root, path);
         let ordered = !(*path).indexorderbys.is_null();
 
-        // A lookup within max_distance: per table of each run, a descent of its directory
-        // and the leaves of one prefix; every pending row.
-        let lookup = || {
+        // `probes` lookups within max_distance: per table of each run, a descent of its
+        // directory and the leaves of one prefix; the pending rows, compared one by one
+        // until a scan sorts them (after PASSES_BEFORE_SORTING probes).
+        let lookup = |probes: f64| {
             let mut pages_read = pending_pages;
-            let mut candidates = pending_rows;
+            let mut candidates = pending_rows * probes.min(PASSES_BEFORE_SORTING as f64)
+                + probes * pending_rows.max(2.0).log2();
             for run in &m.runs {
                 let layout = meta::layout(&m, run);
                 for (t, tree) in run.tables.iter().enumerate() {
@@ -63,8 +66,9 @@ pub unsafe extern "C-unwind" fn amcostestimate(
                         .log(index_page::CHILDREN_PER_PAGE as f64)
                         .ceil()
                         .max(1.0);
-                    pages_read += levels + (run_rows / page::ENTRIES_PER_PAGE as f64).ceil();
-                    candidates += run_rows;
+                    pages_read +=
+                        probes * (levels + (run_rows / page::ENTRIES_PER_PAGE as f64).ceil());
+                    candidates += probes * run_rows;
                 }
             }
             let fetched = pg_sys::index_pages_fetched(
@@ -89,16 +93,21 @@ pub unsafe extern "C-unwind" fn amcostestimate(
         };
         let full_scan = one_table * seq_page + rows * tuple_cost + sort;
 
-        let (index_pages, startup, total) = match radius {
-            Some(r) if r <= m.max_distance as i64 => {
-                let (pages, cost) = lookup();
+        let within = |radius: i64| radius <= m.max_distance as i64;
+        let (index_pages, startup, total) = match probes {
+            Probes::Ball(r) if within(r) => {
+                let (pages, cost) = lookup(1.0);
                 // Results are computed on the first fetch: nothing comes before the whole cost.
                 (pages, cost, cost)
             }
-            None if ordered => {
+            Probes::Batch { radius, balls } if within(radius) => {
+                let (pages, cost) = lookup(balls);
+                (pages, cost, cost)
+            }
+            Probes::None if ordered => {
                 // ORDER BY alone: a lookup, then a pass per batch of farther rows. An entry
                 // of a pass is one distance test: an operator, not an index tuple.
-                let (pages, cost) = lookup();
+                let (pages, cost) = lookup(1.0);
                 let pass = one_table * seq_page + rows * pg_sys::cpu_operator_cost;
                 let passes =
                     passes_for_uniform(rows, m.max_distance + 1, FIRST_PASS_ROWS, pass_rows_cap())
@@ -115,26 +124,71 @@ pub unsafe extern "C-unwind" fn amcostestimate(
     }
 }
 
-/// The smallest constant radius among the path's `<@ hamming_ball(q, k)` clauses, if any
-/// is known at plan time (a parameter's radius is not: the lookup is assumed).
-unsafe fn smallest_radius(path: *mut pg_sys::IndexPath) -> Option<i64> {
+/// The lookups a scan makes, as far as the planner sees them.
+enum Probes {
+    /// One per `<@ hamming_ball` clause; the smallest radius drives the scan.
+    Ball(i64),
+    /// One per fingerprint of a `<@ hamming_batch` (when no ball drives).
+    Batch { radius: i64, balls: f64 },
+    /// No clause: an ORDER BY alone, or a full scan.
+    None,
+}
+
+/// The path's probes: those of the smallest constant radius among its `<@ hamming_ball(q,
+/// k)` clauses (a radius not known at plan time is priced as a lookup), else those of its
+/// smallest batch.
+unsafe fn probes_of(root: *mut pg_sys::PlannerInfo, path: *mut pg_sys::IndexPath) -> Probes {
     let mut smallest: Option<i64> = None;
-    let mut any_clause = false;
+    let mut any_ball = false;
+    let mut batch: Option<(i64, f64)> = None;
     unsafe {
         for clause in PgList::<pg_sys::IndexClause>::from_pg((*path).indexclauses).iter_ptr() {
             for rinfo in PgList::<pg_sys::RestrictInfo>::from_pg((*clause).indexquals).iter_ptr() {
-                any_clause = true;
                 let expr = (*rinfo).clause;
+                if let Some((radius, balls)) = batch_clause(root, expr) {
+                    if batch.is_none_or(|(_, n)| balls < n) {
+                        batch = Some((radius, balls));
+                    }
+                    continue;
+                }
+                any_ball = true;
                 if let Some(r) = constant_radius(expr) {
                     smallest = Some(smallest.map_or(r, |s| s.min(r)));
                 }
             }
         }
     }
-    match smallest {
-        Some(r) => Some(r),
-        None if any_clause => Some(0), // radius unknown until run time: priced as a lookup
-        None => None,
+    match (smallest, any_ball, batch) {
+        (Some(r), _, _) => Probes::Ball(r),
+        (None, true, _) => Probes::Ball(0),
+        (None, false, Some((radius, balls))) => Probes::Batch { radius, balls },
+        (None, false, None) => Probes::None,
+    }
+}
+
+/// The radius and number of balls of `col <@ batch` (a radius the planner cannot see is
+/// priced as a lookup, 0); `None` for other clauses.
+unsafe fn batch_clause(
+    root: *mut pg_sys::PlannerInfo,
+    expr: *mut pg_sys::Expr,
+) -> Option<(i64, f64)> {
+    unsafe {
+        if (*(expr as *mut pg_sys::Node)).type_ != pg_sys::NodeTag::T_OpExpr {
+            return None;
+        }
+        let args = PgList::<pg_sys::Node>::from_pg((*(expr as *mut pg_sys::OpExpr)).args);
+        let batch = args.get_ptr(1)?;
+        // Fingerprints and balls have a fixed length; a batch is a varlena.
+        if pg_sys::get_typlen(pg_sys::exprType(batch)) != -1 {
+            return None;
+        }
+        let (radius, balls) = batch_parts(root, batch);
+        let radius = match radius {
+            Radius::Known(r) => r as i64,
+            Radius::Null => -1,
+            Radius::Unknown => 0,
+        };
+        Some((radius, balls as f64))
     }
 }
 

@@ -36,7 +36,7 @@ fn hamming_amhandler(_fcinfo: pg_sys::FunctionCallInfo) -> Internal {
             as *mut pg_sys::IndexAmRoutine;
         let r = &mut *am;
         r.type_ = pg_sys::NodeTag::T_IndexAmRoutine;
-        r.amstrategies = 2;
+        r.amstrategies = 3;
         r.amsupport = 0;
         r.amoptsprocnum = 0;
         r.amcanorder = false;
@@ -76,7 +76,11 @@ fn hamming_amhandler(_fcinfo: pg_sys::FunctionCallInfo) -> Internal {
 pgrx::extension_sql_file!(
     "../../sql/hamming_am.sql",
     name = "hamming_am_opclasses",
-    requires = [hamming_amhandler, "hamming_query_operators"]
+    requires = [
+        hamming_amhandler,
+        "hamming_query_operators",
+        "hamming_batch_operators"
+    ]
 );
 
 /// Operator classes are ours alone (sql/hamming_am.sql) and need no support functions.

@@ -23,7 +23,9 @@ use super::insert_buffer;
 use super::meta;
 use super::page::{self, Kind};
 use super::run;
+use crate::hamming_query::batch;
 use crate::hamming_query::HammingBall;
+use neardup_core::ball_set::BallLookup;
 use neardup_core::index_page::{entries, lower_bound, Entry, Meta, Run, Tid, ENTRY_SIZE};
 use neardup_core::nearest::{pass_target, NearestPass};
 use neardup_core::permuted::{Layout, Permutation, SortedTables};
@@ -32,14 +34,19 @@ use pgrx::prelude::*;
 use pgrx::{pg_sys, PgMemoryContexts};
 use std::cmp::Ordering;
 use std::collections::HashMap;
+use std::rc::Rc;
 
-/// Strategy 1 of the operator classes (`<@`); strategy 2 (`<~>`) only ever orders.
+/// Strategy 1 of the operator classes (`<@ hamming_ball`); strategy 2 (`<~>`) only ever
+/// orders; strategy 3 is `<@ hamming_batch`.
 pub const STRATEGY_WITHIN: u16 = 1;
+pub const STRATEGY_WITHIN_BATCH: u16 = 3;
 
 /// What a scan looks for, from its scan keys.
 #[derive(Default, Clone)]
 struct Query {
     balls: Vec<(u64, u32)>,
+    /// Rows must be within the radius of some center of each batch.
+    batches: Vec<Rc<BallLookup>>,
     /// The ORDER BY queries; `None` for a NULL argument (every distance NULL).
     order_by: Vec<Option<u64>>,
     /// A NULL argument to `<@`: a strict operator matches nothing.
@@ -108,7 +115,7 @@ struct PendingRows {
 
 /// Passes over every pending row before they are sorted: sorting 16 k rows into 4 tables
 /// costs about as much as this many passes with the popcount instruction.
-const PASSES_BEFORE_SORTING: u32 = 256;
+pub const PASSES_BEFORE_SORTING: u32 = 256;
 
 impl PendingRows {
     fn read(index: pg_sys::Relation, meta: &Meta) -> PendingRows {
@@ -327,6 +334,11 @@ unsafe fn query_of(scan: &pg_sys::IndexScanDescData) -> Query {
                 } else {
                     query.balls.push((ball.center, ball.radius as u32));
                 }
+            } else if key.sk_strategy == STRATEGY_WITHIN_BATCH {
+                let set = batch::decode(key.sk_argument);
+                query
+                    .batches
+                    .push(Rc::new(BallLookup::new(&set, batch::lookup_budget())));
             }
         }
         let orderbys = slice_or_empty(scan.orderByData, scan.numberOfOrderBys);
@@ -519,7 +531,7 @@ fn first_results(
 ) -> (Vec<Hit>, Option<Later>) {
     let mut rows = Vec::new();
     match query.order_by.first() {
-        Some(&Some(q)) if query.balls.is_empty() && !query.nothing => {
+        Some(&Some(q)) if query.balls.is_empty() && query.batches.is_empty() && !query.nothing => {
             let near = Query {
                 balls: vec![(q, cache.meta.max_distance)],
                 ..query.clone()
@@ -634,8 +646,11 @@ fn null_rows(index: pg_sys::Relation, cache: &ScanCache) -> Vec<Hit> {
     hits
 }
 
-/// Calls `emit` with every row within all of the query's balls (every row, NULL ones too,
-/// when it has none), each TID once.
+/// Calls `emit` with every row within all of the query's balls and batches (every row,
+/// NULL ones too, when it has none), each TID once. The probes are those of the smallest
+/// ball if it is within max_distance, or else those of the smallest batch's centers if its
+/// radius is (a row found near several centers is reported by the first that contains
+/// it); with neither, every row is tested.
 fn matches(
     index: pg_sys::Relation,
     query: &Query,
@@ -645,62 +660,91 @@ fn matches(
     if query.nothing {
         return;
     }
-    let within_all = |fp: u64| query.balls.iter().all(|&(c, r)| hamming(fp, c) <= r);
-    match query.balls.iter().min_by_key(|b| b.1) {
-        Some(&(center, radius)) if radius <= cache.meta.max_distance => {
-            let small_in_memory = cache.lookups > 0;
-            cache.lookups += 1;
-            for (run, layout) in cache.meta.runs.iter().zip(&cache.layouts) {
-                if small_in_memory && compared_from_memory(&cache.meta, run) {
-                    continue;
+    let within_all = |fp: u64| {
+        query.balls.iter().all(|&(c, r)| hamming(fp, c) <= r)
+            && query.batches.iter().all(|b| b.contains(fp))
+    };
+    let max_distance = cache.meta.max_distance;
+    let ball = query.balls.iter().min_by_key(|b| b.1);
+    let batch = query.batches.iter().min_by_key(|b| b.centers().len());
+    match (ball, batch) {
+        (Some(&(center, radius)), _) if radius <= max_distance => {
+            lookup(index, cache, center, radius, |row| {
+                if row.0.is_some_and(within_all) {
+                    emit(row);
                 }
-                for (t, tree) in run.tables.iter().enumerate() {
-                    probe(
-                        index,
-                        run,
-                        tree,
-                        &layout.tables()[t],
-                        &mut cache.directory,
-                        center,
-                        radius,
-                        |fp, tid| {
-                            // A row sharing a prefix in several tables is found in each:
-                            // only its owner table (the first whose leading blocks all
-                            // agree) reports it.
-                            if within_all(fp)
-                                && layout.owner_table(layout.equal_blocks(fp, center)) == Some(t)
-                            {
-                                emit((Some(fp), tid));
-                            }
-                        },
-                    );
-                }
-            }
-            let meta = &cache.meta;
-            let mut lists = vec![cache
-                .pending
-                .get_or_insert_with(|| PendingRows::read(index, meta))];
-            if small_in_memory {
-                let layouts = &cache.layouts;
-                lists.push(
-                    cache
-                        .small_runs
-                        .get_or_insert_with(|| read_small_runs(index, meta, layouts)),
-                );
-            }
-            for rows in lists {
-                rows.probe(center, radius, |row| {
-                    if row.0.is_some_and(within_all) {
+            });
+        }
+        (_, Some(batch)) if batch.radius() <= max_distance => {
+            for (i, &center) in batch.centers().iter().enumerate() {
+                pgrx::check_for_interrupts!();
+                lookup(index, cache, center, batch.radius(), |row| {
+                    if row
+                        .0
+                        .is_some_and(|fp| within_all(fp) && batch.first_containing(fp) == Some(i))
+                    {
                         emit(row);
                     }
                 });
             }
         }
         _ => for_each_row(index, cache, |fp, tid| {
-            if fp.map_or(query.balls.is_empty(), within_all) {
+            let unconstrained = query.balls.is_empty() && query.batches.is_empty();
+            if fp.map_or(unconstrained, within_all) {
                 emit((fp, tid));
             }
         }),
+    }
+}
+
+/// Calls `emit` with every row within `radius` ≤ max_distance of `center`, each once,
+/// through the permuted tables of every run and the pending rows.
+fn lookup(
+    index: pg_sys::Relation,
+    cache: &mut ScanCache,
+    center: u64,
+    radius: u32,
+    mut emit: impl FnMut(Row),
+) {
+    let small_in_memory = cache.lookups > 0;
+    cache.lookups += 1;
+    for (run, layout) in cache.meta.runs.iter().zip(&cache.layouts) {
+        if small_in_memory && compared_from_memory(&cache.meta, run) {
+            continue;
+        }
+        for (t, tree) in run.tables.iter().enumerate() {
+            probe(
+                index,
+                run,
+                tree,
+                &layout.tables()[t],
+                &mut cache.directory,
+                center,
+                radius,
+                |fp, tid| {
+                    // A row sharing a prefix in several tables is found in each: only its
+                    // owner table (the first whose leading blocks all agree) reports it.
+                    if layout.owner_table(layout.equal_blocks(fp, center)) == Some(t) {
+                        emit((Some(fp), tid));
+                    }
+                },
+            );
+        }
+    }
+    let meta = &cache.meta;
+    let mut lists = vec![cache
+        .pending
+        .get_or_insert_with(|| PendingRows::read(index, meta))];
+    if small_in_memory {
+        let layouts = &cache.layouts;
+        lists.push(
+            cache
+                .small_runs
+                .get_or_insert_with(|| read_small_runs(index, meta, layouts)),
+        );
+    }
+    for rows in lists {
+        rows.probe(center, radius, &mut emit);
     }
 }
 

@@ -174,6 +174,21 @@ unsafe fn ball_parts(
     }
 }
 
+/// The estimate of `clause` over the planner's arguments, or an equality's default when
+/// PostgreSQL passes none.
+fn estimate_with(
+    root: Internal,
+    args: Internal,
+    var_relid: i32,
+    clause: unsafe fn(*mut pg_sys::PlannerInfo, *mut pg_sys::List, i32) -> f64,
+) -> f64 {
+    let (Some(root), Some(args)) = (root.unwrap(), args.unwrap()) else {
+        return pg_sys::DEFAULT_EQ_SEL;
+    };
+    // SAFETY: an estimator is called with the PlannerInfo and the operator's argument list.
+    unsafe { clause(root.cast_mut_ptr(), args.cast_mut_ptr(), var_relid) }
+}
+
 /// RESTRICT estimator of `<@` and `@>`.
 #[pg_extern(immutable, strict, parallel_safe)]
 fn hamming_ball_restrict(
@@ -182,11 +197,7 @@ fn hamming_ball_restrict(
     args: Internal,
     var_relid: i32,
 ) -> f64 {
-    let (Some(root), Some(args)) = (root.unwrap(), args.unwrap()) else {
-        return pg_sys::DEFAULT_EQ_SEL;
-    };
-    // SAFETY: a restriction estimator is called with the PlannerInfo and the argument list.
-    unsafe { ball_clause_selectivity(root.cast_mut_ptr(), args.cast_mut_ptr(), var_relid) }
+    estimate_with(root, args, var_relid, ball_clause_selectivity)
 }
 
 /// JOIN estimator of `<@` and `@>`.
@@ -198,11 +209,79 @@ fn hamming_ball_join(
     _join_type: i16,
     _sjinfo: Internal,
 ) -> f64 {
-    let (Some(root), Some(args)) = (root.unwrap(), args.unwrap()) else {
-        return pg_sys::DEFAULT_EQ_SEL;
-    };
-    // SAFETY: a join estimator is called with the PlannerInfo and the argument list.
-    unsafe { ball_clause_selectivity(root.cast_mut_ptr(), args.cast_mut_ptr(), 0) }
+    estimate_with(root, args, 0, ball_clause_selectivity)
+}
+
+/// Balls assumed in a batch the planner cannot see (a parameter of a generic plan, a value
+/// computed while the query runs): a batch is many.
+pub const UNSEEN_BATCH_BALLS: u64 = 1000;
+
+/// What the planner sees of a `hamming_batch` expression: its radius and number of balls.
+pub unsafe fn batch_parts(root: *mut pg_sys::PlannerInfo, batch: *mut Node) -> (Radius, u64) {
+    // SAFETY: `batch` is a hamming_batch expression; a non-NULL Const of it is a varlena.
+    unsafe {
+        let batch = pg_sys::estimate_expression_value(root, batch);
+        if !is_a(batch, pg_sys::NodeTag::T_Const) {
+            return (Radius::Unknown, UNSEEN_BATCH_BALLS);
+        }
+        let c = &*batch.cast::<pg_sys::Const>();
+        if c.constisnull {
+            return (Radius::Null, 0);
+        }
+        match super::batch::header(c.constvalue) {
+            Some((radius, balls)) => (Radius::Known(radius as i32), balls),
+            None => (Radius::Unknown, UNSEEN_BATCH_BALLS),
+        }
+    }
+}
+
+/// `<@ batch` / `batch @>` clauses: a row matches if it is within the radius of any of the
+/// batch's fingerprints, each an independent chance of "within radius" (a batch of n
+/// balls selects 1 − (1 − s)^n).
+unsafe fn batch_clause_selectivity(
+    root: *mut pg_sys::PlannerInfo,
+    args: *mut pg_sys::List,
+    var_relid: i32,
+) -> f64 {
+    // SAFETY: the planner passes the operator's two argument expressions; the batch is
+    // the variable-length one (fingerprints are 8 bytes by value).
+    unsafe {
+        let args: Vec<*mut Node> = list_nodes(args).collect();
+        let [left, right] = args[..] else {
+            return pg_sys::DEFAULT_EQ_SEL;
+        };
+        let (value, batch) = if pg_sys::get_typlen(pg_sys::exprType(left)) == -1 {
+            (right, left)
+        } else {
+            (left, right)
+        };
+        let (radius, balls) = batch_parts(root, batch);
+        let one = clause_selectivity(root, &[value], radius, var_relid);
+        (-(balls as f64 * (-one).ln_1p()).exp_m1()).clamp(0.0, 1.0)
+    }
+}
+
+/// RESTRICT estimator of `<@ hamming_batch` and `hamming_batch @>`.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn hamming_batch_restrict(
+    root: Internal,
+    _operator: pg_sys::Oid,
+    args: Internal,
+    var_relid: i32,
+) -> f64 {
+    estimate_with(root, args, var_relid, batch_clause_selectivity)
+}
+
+/// JOIN estimator of `<@ hamming_batch` and `hamming_batch @>`.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn hamming_batch_join(
+    root: Internal,
+    _operator: pg_sys::Oid,
+    args: Internal,
+    _join_type: i16,
+    _sjinfo: Internal,
+) -> f64 {
+    estimate_with(root, args, 0, batch_clause_selectivity)
 }
 
 #[cfg(test)]

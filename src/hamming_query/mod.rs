@@ -17,9 +17,10 @@
 //! The type is declared below, the operators in `sql/hamming_query.sql`.
 
 mod ball;
+pub(crate) mod batch;
 mod catalog;
 mod distance;
-mod estimate;
+pub(crate) mod estimate;
 mod nodes;
 mod rewrite;
 mod within;
@@ -60,6 +61,51 @@ COMMENT ON TYPE hamming_ball IS 'fingerprints within a Hamming radius of a cente
         ball::hamming_ball_out,
         ball::hamming_ball_recv,
         ball::hamming_ball_send,
+    ]
+);
+
+pgrx::extension_sql!(
+    "CREATE TYPE hamming_batch; -- shell, completed below\n",
+    name = "hamming_batch_shell"
+);
+
+// A varlena: 8 bytes of header and 16 per ball (neardup_core::ball_set).
+pgrx::extension_sql!(
+    r#"
+CREATE TYPE hamming_batch (
+    INPUT = hamming_batch_in,
+    OUTPUT = hamming_batch_out,
+    RECEIVE = hamming_batch_recv,
+    SEND = hamming_batch_send,
+    INTERNALLENGTH = VARIABLE,
+    STORAGE = extended
+);
+COMMENT ON TYPE hamming_batch IS
+    'keyed fingerprints and one Hamming radius, the right side of <@ for batch checks (text form r<radius>:<key>=<hex>,...)';
+"#,
+    name = "hamming_batch_type",
+    creates = [Type(batch::HammingBatch)],
+    requires = [
+        "hamming_batch_shell",
+        batch::hamming_batch_in,
+        batch::hamming_batch_out,
+        batch::hamming_batch_recv,
+        batch::hamming_batch_send,
+    ]
+);
+
+pgrx::extension_sql_file!(
+    "../../sql/hamming_batch.sql",
+    name = "hamming_batch_operators",
+    requires = [
+        "hamming_batch_type",
+        "simhash64_operators",
+        batch::within_batch_simhash64,
+        batch::within_batch_int8,
+        batch::batch_contains_simhash64,
+        batch::batch_contains_int8,
+        estimate::hamming_batch_restrict,
+        estimate::hamming_batch_join,
     ]
 );
 

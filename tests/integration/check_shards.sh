@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# neardup through postgres_fdw (issue 13's groundwork): scripts/shards.sh starts 3 shards and
+# neardup through postgres_fdw (issue 13): scripts/shards.sh starts 3 shards and
 # a coordinator whose hash-partitioned docs has a foreign partition on each shard, and the
 # same ~29 k fingerprints (uniform random, planted clusters of 1-6 flipped bits, exact
 # duplicates, a dense spike sharing its top 24 bits) go into docs and into docs_ref, a
@@ -12,9 +12,14 @@
 #     equals docs_ref's exactly, and the shards answered from their hamming index.
 # (c) `ORDER BY fp <~> q LIMIT 5` gives the reference's distances, every id at its true
 #     distance; the plan is a Merge Append of per-shard remote ORDER BYs (printed).
-# (d) a shard stopped (pg_ctl stop -m immediate) before a query: ERROR naming its foreign
-#     server; stopped in the middle of a statement: ERROR, and no row printed. Restarted:
-#     answers equal the reference again.
+# (d) a shard stopped (pg_ctl stop -m immediate) before a query (a lookup, a batch check,
+#     all pairs): ERROR naming its foreign server; stopped in the middle of a statement:
+#     ERROR, and no row printed. Restarted: answers equal the reference again.
+# (e) a batch check of every query in one statement (hamming_batch) is shipped to every
+#     shard as one remote scan of its index, and equals the reference at radii 0-5.
+# (f) all pairs within 3 bits through the join keys: the key table, hash-partitioned on
+#     the key over the shards, joins itself partitionwise (a remote join per shard); the
+#     pairs equal hamming_pairs on the reference, their components one server's.
 # Own servers under /tmp/neardup-check-shards (the extension must be installed).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -147,6 +152,77 @@ read -r bad near <<<"${out//|/ }"
 ((near >= 150)) || fail "(c) only $near queries have a row within 3 bits"
 echo "check_shards: (c) 5 nearest equal the reference for $nq queries ($((SECONDS - T0)) s)"
 
+# --- (e) a batch check: every query against the corpus in one statement, one remote scan
+# of each shard's index (Manku's broadcast of the query set), equal to the reference
+batch_check() { # TABLE RADIUS: (query number, id) of every pair within RADIUS
+    echo "WITH b AS MATERIALIZED (SELECT hamming_batch(array_agg(qn), array_agg(q), $2) AS batch FROM queries)
+          SELECT k AS qn, d.id FROM (SELECT id, fp FROM $1 WHERE fp <@ (SELECT batch FROM b)) d,
+                 unnest(hamming_batch_keys((SELECT batch FROM b), d.fp)) k"
+}
+plan=$(q -c "EXPLAIN (VERBOSE, COSTS OFF) $(batch_check docs 3)")
+[[ $(grep -c "Async Foreign Scan on public.docs_shard" <<<"$plan") == 3 &&
+    $(grep -cF 'WHERE ((fp OPERATOR(public.<@) $1::public.hamming_batch))' <<<"$plan") == 3 ]] ||
+    fail "(e) the batch is not shipped to every shard: $plan"
+# Scans of each shard's docs (seq or index, pg_stat_user_tables): one per remote statement.
+shard_table_scans() { shards_psql "$1" -c "SELECT seq_scan + coalesce(idx_scan, 0) FROM pg_stat_user_tables WHERE relname = 'docs'"; }
+sleep 1 # earlier sessions' shard backends have flushed their statistics
+scans_before=()
+for i in 1 2 3; do scans_before+=("$(shard_table_scans "$i")"); done
+matched=$(q -c "SELECT count(*) FROM ($(batch_check docs 3)) d")
+sleep 1 # the shards' backends flush their statistics when the coordinator's session ends
+for i in 1 2 3; do
+    after=$(shard_table_scans "$i")
+    ((after - scans_before[i - 1] == 1)) || fail "(e) shard $i scanned docs $((after - scans_before[i - 1])) times for one batch check"
+done
+for k in 0 2 3 5; do
+    out=$(q <<SQL
+SELECT (SELECT count(*) FROM (($(batch_check docs $k)) EXCEPT ALL (SELECT qn, id FROM queries, docs_ref WHERE hamming(fp, q) <= $k)) d),
+       (SELECT count(*) FROM ((SELECT qn, id FROM queries, docs_ref WHERE hamming(fp, q) <= $k) EXCEPT ALL ($(batch_check docs $k))) d),
+       (SELECT count(*) FROM ($(batch_check docs_ref $k)) d),
+       (SELECT count(*) FROM queries, docs_ref WHERE hamming(fp, q) <= $k);
+SQL
+    )
+    IFS='|' read -r extra missing ref_count truth <<<"$out"
+    [[ $extra == 0 && $missing == 0 && $ref_count == "$truth" ]] ||
+        fail "(e) radius $k: $extra extra, $missing missing on the shards; reference $ref_count of $truth"
+    ((k < 2 || truth > 300)) || fail "(e) radius $k: only $truth pairs"
+done
+echo "check_shards: (e) a batch check of $nq queries ($matched matches) is one scan of each shard; at radii 0-5 it equals the reference ($((SECONDS - T0)) s)"
+
+# --- (f) all pairs across shards: a key table hash-partitioned on the key, joined with
+# itself partitionwise (each shard joins its own keys), equal to hamming_pairs on one server
+blocks=$(q -c "SELECT hamming_join_blocks(29000, 3)")
+for i in 1 2 3; do shards_psql "$i" -c "CREATE TABLE fp_keys (key bigint, id bigint, fp simhash64)" >/dev/null; done
+q >/dev/null <<SQL
+CREATE TABLE fp_keys (key bigint, id bigint, fp simhash64) PARTITION BY HASH (key);
+$(for i in 1 2 3; do echo "CREATE FOREIGN TABLE fp_keys_shard$i PARTITION OF fp_keys FOR VALUES WITH (MODULUS 3, REMAINDER $((i - 1)))
+    SERVER shard$i OPTIONS (table_name 'fp_keys', use_remote_estimate 'true');"; done)
+INSERT INTO fp_keys SELECT k, id, fp FROM docs, unnest(hamming_join_keys(fp, 3, $blocks)) k;
+SQL
+for i in 1 2 3; do shards_psql "$i" -c "ANALYZE fp_keys" >/dev/null; done
+pairs_sql="SELECT a.id AS a, b.id AS b FROM fp_keys a JOIN fp_keys b ON a.key = b.key
+           WHERE a.id < b.id AND hamming_join_key(a.fp, b.fp, 3, $blocks) = a.key"
+plan=$(q -c "SET enable_partitionwise_join = on" -c "EXPLAIN (VERBOSE, COSTS OFF) $pairs_sql")
+[[ $(grep -c "Async Foreign Scan" <<<"$plan") == 3 && $(grep -c "Relations: (public.fp_keys_shard[123] a_[0-9]*) INNER JOIN (public.fp_keys_shard[123] b_" <<<"$plan") == 3 &&
+    $(grep -c "Hash Join\|Merge Join\|Nested Loop" <<<"$plan") == 0 ]] || fail "(f) the self-join is not pushed to the shards: $plan"
+out=$(q -c "SET enable_partitionwise_join = on" -c "
+SELECT (SELECT count(*) FROM (($pairs_sql) EXCEPT ALL (SELECT a, b FROM hamming_pairs('docs_ref', 'id', 'fp', 3))) d),
+       (SELECT count(*) FROM ((SELECT a, b FROM hamming_pairs('docs_ref', 'id', 'fp', 3)) EXCEPT ALL ($pairs_sql)) d),
+       (SELECT count(*) FROM hamming_pairs('docs_ref', 'id', 'fp', 3))")
+IFS='|' read -r extra missing truth <<<"$out"
+[[ $extra == 0 && $missing == 0 ]] || fail "(f) sharded pairs: $extra extra, $missing missing (of $truth)"
+((truth > 5000)) || fail "(f) only $truth pairs"
+# the clusters of the sharded pairs are those of one server's
+out=$(q -c "SET enable_partitionwise_join = on" -c "
+SELECT (SELECT md5(string_agg(node || ':' || component, ',' ORDER BY node)) FROM neardup_components(\$q\$$pairs_sql\$q\$))
+     = (SELECT md5(string_agg(node || ':' || component, ',' ORDER BY node))
+        FROM neardup_components('SELECT a, b FROM hamming_pairs(''docs_ref'', ''id'', ''fp'', 3)')),
+       (SELECT count(DISTINCT component) FROM neardup_components(\$q\$$pairs_sql\$q\$))")
+IFS='|' read -r same clusters <<<"$out"
+[[ $same == t ]] || fail "(f) clusters of the sharded pairs differ from one server's"
+echo "check_shards: (f) $truth pairs across shards ($blocks blocks) equal hamming_pairs, $clusters clusters equal; plan:"
+sed 's/^/    /' <<<"$plan"
+
 # --- (d) a shard down: an error naming it, never a partial answer
 stop_shard() { sudo -u postgres "$PG_BIN/pg_ctl" -D "$(shards_dir "$1")/data" -m immediate -w stop >/dev/null; }
 start_shard() { sudo -u postgres "$PG_BIN/pg_ctl" -D "$(shards_dir "$1")/data" -l "$(shards_dir "$1")/server.log" -w start >/dev/null; }
@@ -157,6 +233,12 @@ err=$(q -c "SELECT count(*) FROM docs WHERE hamming(fp, '$qfp') <= 3" 2>&1) || s
 grep -q 'could not connect to server "shard2"' <<<"$err" || fail "(d) the error does not name shard2: $err"
 [[ $(grep -c '^[0-9]' <<<"$err") == 0 ]] || fail "(d) a count was printed: $err"
 echo "check_shards: (d) shard 2 down before the query: $(head -1 <<<"$err")"
+status=0
+err=$(q -c "$(batch_check docs 3)" 2>&1) || status=$?
+[[ $status != 0 ]] && grep -q 'could not connect to server "shard2"' <<<"$err" || fail "(d) a batch check with shard 2 down: $err"
+status=0
+err=$(q -c "SET enable_partitionwise_join = on" -c "$pairs_sql" 2>&1) || status=$?
+[[ $status != 0 ]] && grep -q 'could not connect to server "shard2"' <<<"$err" || fail "(d) all pairs with shard 2 down: $err"
 start_shard 2
 # Mid-statement: shard 2 sends 100 rows a fetch, and a filter the coordinator evaluates
 # (a function the shards do not have) sleeps 10 ms every 100 rows, so the statement runs

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# The upgrade path from the last release: in one database CREATE EXTENSION neardup VERSION
+# The upgrade path through every release: in one database CREATE EXTENSION neardup VERSION
 # '0.1.0' (the frozen sql/neardup--0.1.0.sql), a table holding every type of the extension
 # computed by the 0.1.0 functions, hamming indexes (simhash64 and bigint) with rows both
 # built and pending, a GIN supershingle index and a btree; then ALTER EXTENSION neardup
-# UPDATE, after which
+# UPDATE, which runs the chain of upgrade scripts sql/neardup--A--B.sql release by release
+# (0.1.0 -> 0.2.0 -> ... -> the newest frozen release -> Cargo.toml's version), after which
+#   - the update path PostgreSQL took is exactly that chain, with no release skipped;
 #   - the version is the control file's default (Cargo.toml's);
-#   - every stored value is byte-identical (send function) to the value 0.2.0 computes now;
+#   - every stored value is byte-identical (send function) to the value the current version
+#     computes now;
 #   - index answers equal brute force, before and after more inserts, and
 #     hamming_index_check passes;
 #   - a cluster table whose triggers 0.1.0 installed stays equal to batch clustering through
@@ -14,7 +17,8 @@
 #     parallel label, support function, body and privileges; aggregates; types; operators;
 #     operator classes and families with their members; casts; access methods; comments)
 #     equal those of a fresh CREATE EXTENSION neardup in another database: this is what
-#     fails, printing the difference, when sql/neardup--0.1.0--0.2.0.sql is incomplete.
+#     fails, printing the difference, when an upgrade script is incomplete, typically the
+#     newest one (sql/neardup--<newest frozen release>--<Cargo.toml's version>.sql).
 # Runs in the cluster of run.sh (PGHOST etc. set), or any other with neardup installed.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -26,11 +30,30 @@ fail() { echo "check_upgrade: $*" >&2; exit 1; }
 q() { local db=$1; shift; psql -XqAt -v ON_ERROR_STOP=1 -d "$db" "$@"; }
 
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$ROOT/Cargo.toml" | head -1)
+# The releases, from their frozen install scripts sql/neardup--X.sql (not the upgrade
+# scripts neardup--A--B.sql), oldest first; the update must step through each from $FROM on.
+releases=()
+for f in "$ROOT"/sql/neardup--*.sql; do
+    f=${f##*/neardup--}
+    [[ $f == *--* ]] || releases+=("${f%.sql}")
+done
+mapfile -t releases < <(printf '%s\n' "${releases[@]}" | sort -V | awk -v from="$FROM" '$0 == from { on = 1 } on')
+[[ ${#releases[@]} -gt 0 && ${releases[0]} == "$FROM" ]] || fail "no frozen sql/neardup--$FROM.sql"
+[[ ${releases[-1]} != "$version" ]] ||
+    fail "sql/neardup--$version.sql exists: Cargo.toml's version $version is frozen already, bump it"
+expected_path=$(printf '%s--' "${releases[@]}")$version # as pg_extension_update_paths shows it
+newest_step=sql/neardup--${releases[-1]}--$version.sql
+[[ -f $ROOT/$newest_step ]] || fail "no upgrade script $newest_step from the newest release to $version"
 psql -XqAt -v ON_ERROR_STOP=1 -d postgres -c "SET client_min_messages = warning" \
     -c "DROP DATABASE IF EXISTS $OLD_DB" -c "CREATE DATABASE $OLD_DB" \
     -c "DROP DATABASE IF EXISTS $NEW_DB" -c "CREATE DATABASE $NEW_DB" >/dev/null
 [[ $(q postgres -c "SELECT count(*) FROM pg_available_extension_versions WHERE name = 'neardup' AND version = '$FROM'") == 1 ]] ||
     fail "neardup $FROM is not installed (scripts/install.sh installs sql/neardup--$FROM.sql)"
+# ALTER EXTENSION UPDATE takes the shortest path: a script skipping releases would be taken
+# instead of the chain, and a missing step (not installed, or misnamed) leaves no path at all
+got=$(q postgres -c "SELECT coalesce(path, '(none)') FROM pg_extension_update_paths('neardup') WHERE source = '$FROM' AND target = '$version'")
+[[ $got == "$expected_path" ]] ||
+    fail "the installed update path from $FROM to $version is '$got', expected $expected_path (is $newest_step installed?)"
 
 # The 0.1.0 database. Its C functions name symbols of the installed (newer) library; should
 # one have gone, the error shows when the function is called, not at CREATE EXTENSION.
@@ -276,6 +299,6 @@ if [[ $upgraded != "$fresh" ]]; then
             for (o in new) if ((o in old) && old[o] != new[o]) print "differs: " o
         }' <(echo "$upgraded") <(echo "$fresh") | sort >&2
     diff -u --label "updated from $FROM" --label "fresh $version" <(tr '\001' '\n' <<<"$upgraded") <(tr '\001' '\n' <<<"$fresh") >&2 || true
-    fail "the updated extension's objects differ from a fresh CREATE EXTENSION (above): complete sql/neardup--$FROM--$version.sql"
+    fail "the updated extension's objects differ from a fresh CREATE EXTENSION (above): complete the upgrade scripts ($expected_path), most likely $newest_step"
 fi
 psql -XqAt -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE $OLD_DB" -c "DROP DATABASE $NEW_DB" >/dev/null
