@@ -123,7 +123,7 @@ AS 'MODULE_PATHNAME', 'hamming_join_blocks_wrapper';
 -- neardup::hamming_query::batch::batch_keys_simhash64
 
 CREATE FUNCTION hamming_batch_keys(batch hamming_batch, fingerprint simhash64) RETURNS bigint[]
-    IMMUTABLE STRICT PARALLEL SAFE COST 10 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_keys_simhash64_wrapper';
+    IMMUTABLE STRICT PARALLEL SAFE COST 40 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_keys_simhash64_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
@@ -131,7 +131,7 @@ CREATE FUNCTION hamming_batch_keys(batch hamming_batch, fingerprint simhash64) R
 -- neardup::hamming_query::batch::batch_contains_int8
 
 CREATE FUNCTION hamming_batch_contains(hamming_batch, bigint) RETURNS boolean
-    IMMUTABLE STRICT PARALLEL SAFE COST 10 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_contains_int8_wrapper';
+    IMMUTABLE STRICT PARALLEL SAFE COST 40 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_contains_int8_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
@@ -153,7 +153,7 @@ AS 'MODULE_PATHNAME', 'hamming_join_key_wrapper';
 -- neardup::hamming_query::batch::batch_contains_simhash64
 
 CREATE FUNCTION hamming_batch_contains(hamming_batch, simhash64) RETURNS boolean
-    IMMUTABLE STRICT PARALLEL SAFE COST 10 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_contains_simhash64_wrapper';
+    IMMUTABLE STRICT PARALLEL SAFE COST 40 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_contains_simhash64_wrapper';
 /* </end connected objects> */
 
 CREATE FUNCTION hamming_batch(keys bigint[], fingerprints simhash64[], radius integer)
@@ -178,7 +178,7 @@ AS 'MODULE_PATHNAME', 'hamming_join_keys_wrapper';
 -- neardup::hamming_query::batch::batch_keys_int8
 
 CREATE FUNCTION hamming_batch_keys(batch hamming_batch, fingerprint bigint) RETURNS bigint[]
-    IMMUTABLE STRICT PARALLEL SAFE COST 10 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_keys_int8_wrapper';
+    IMMUTABLE STRICT PARALLEL SAFE COST 40 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_keys_int8_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
@@ -186,7 +186,7 @@ CREATE FUNCTION hamming_batch_keys(batch hamming_batch, fingerprint bigint) RETU
 -- neardup::hamming_query::batch::within_batch_int8
 
 CREATE FUNCTION within_hamming_batch(bigint, hamming_batch) RETURNS boolean
-    IMMUTABLE STRICT PARALLEL SAFE COST 10 LANGUAGE c AS 'MODULE_PATHNAME', 'within_batch_int8_wrapper';
+    IMMUTABLE STRICT PARALLEL SAFE COST 40 LANGUAGE c AS 'MODULE_PATHNAME', 'within_batch_int8_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
@@ -194,7 +194,7 @@ CREATE FUNCTION within_hamming_batch(bigint, hamming_batch) RETURNS boolean
 -- neardup::hamming_query::batch::within_batch_simhash64
 
 CREATE FUNCTION within_hamming_batch(simhash64, hamming_batch) RETURNS boolean
-    IMMUTABLE STRICT PARALLEL SAFE COST 10 LANGUAGE c AS 'MODULE_PATHNAME', 'within_batch_simhash64_wrapper';
+    IMMUTABLE STRICT PARALLEL SAFE COST 40 LANGUAGE c AS 'MODULE_PATHNAME', 'within_batch_simhash64_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
@@ -209,30 +209,30 @@ CREATE FUNCTION within_hamming_batch(simhash64, hamming_batch) RETURNS boolean
 --   estimate::hamming_batch_restrict
 --   estimate::hamming_batch_join
 
--- value <@ batch: within the batch's radius of at least one of its fingerprints
+-- value <@@ batch: within the batch's radius of at least one of its fingerprints
 -- (src/hamming_query/batch.rs). Strategy 3 of the hamming index's operator classes
 -- (sql/hamming_am.sql): a shard probes its index once per fingerprint of the batch.
-CREATE OPERATOR <@ (
+CREATE OPERATOR <@@ (
     LEFTARG = simhash64, RIGHTARG = hamming_batch, FUNCTION = within_hamming_batch,
-    COMMUTATOR = @>, RESTRICT = hamming_batch_restrict, JOIN = hamming_batch_join
+    COMMUTATOR = @@>, RESTRICT = hamming_batch_restrict, JOIN = hamming_batch_join
 );
-CREATE OPERATOR @> (
+CREATE OPERATOR @@> (
     LEFTARG = hamming_batch, RIGHTARG = simhash64, FUNCTION = hamming_batch_contains,
-    COMMUTATOR = <@, RESTRICT = hamming_batch_restrict, JOIN = hamming_batch_join
+    COMMUTATOR = <@@, RESTRICT = hamming_batch_restrict, JOIN = hamming_batch_join
 );
-CREATE OPERATOR <@ (
+CREATE OPERATOR <@@ (
     LEFTARG = bigint, RIGHTARG = hamming_batch, FUNCTION = within_hamming_batch,
-    COMMUTATOR = @>, RESTRICT = hamming_batch_restrict, JOIN = hamming_batch_join
+    COMMUTATOR = @@>, RESTRICT = hamming_batch_restrict, JOIN = hamming_batch_join
 );
-CREATE OPERATOR @> (
+CREATE OPERATOR @@> (
     LEFTARG = hamming_batch, RIGHTARG = bigint, FUNCTION = hamming_batch_contains,
-    COMMUTATOR = <@, RESTRICT = hamming_batch_restrict, JOIN = hamming_batch_join
+    COMMUTATOR = <@@, RESTRICT = hamming_batch_restrict, JOIN = hamming_batch_join
 );
 /* </end connected objects> */
 
--- The hamming index's operator classes gain strategy 3, `col <@ hamming_batch` (a fresh
+-- The hamming index's operator classes gain strategy 3, `col <@@ hamming_batch` (a fresh
 -- install adds it the same way, after creating the classes: sql/hamming_am.sql).
 ALTER OPERATOR FAMILY simhash64_hamming_ops USING hamming ADD
-    OPERATOR 3 <@ (simhash64, hamming_batch);
+    OPERATOR 3 <@@ (simhash64, hamming_batch);
 ALTER OPERATOR FAMILY int8_hamming_ops USING hamming ADD
-    OPERATOR 3 <@ (bigint, hamming_batch);
+    OPERATOR 3 <@@ (bigint, hamming_batch);

@@ -128,7 +128,7 @@ pub unsafe extern "C-unwind" fn amcostestimate(
 enum Probes {
     /// One per `<@ hamming_ball` clause; the smallest radius drives the scan.
     Ball(i64),
-    /// One per fingerprint of a `<@ hamming_batch` (when no ball drives).
+    /// One per fingerprint of a `<@@ hamming_batch` (when no ball drives).
     Batch { radius: i64, balls: f64 },
     /// No clause: an ORDER BY alone, or a full scan.
     None,
@@ -166,7 +166,7 @@ unsafe fn probes_of(root: *mut pg_sys::PlannerInfo, path: *mut pg_sys::IndexPath
     }
 }
 
-/// The radius and number of balls of `col <@ batch` (a radius the planner cannot see is
+/// The radius and number of balls of `col <@@ batch` (a radius the planner cannot see is
 /// priced as a lookup, 0); `None` for other clauses.
 unsafe fn batch_clause(
     root: *mut pg_sys::PlannerInfo,

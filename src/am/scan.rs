@@ -37,7 +37,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 /// Strategy 1 of the operator classes (`<@ hamming_ball`); strategy 2 (`<~>`) only ever
-/// orders; strategy 3 is `<@ hamming_batch`.
+/// orders; strategy 3 is `<@@ hamming_batch`.
 pub const STRATEGY_WITHIN: u16 = 1;
 pub const STRATEGY_WITHIN_BATCH: u16 = 3;
 

@@ -235,7 +235,7 @@ pub unsafe fn batch_parts(root: *mut pg_sys::PlannerInfo, batch: *mut Node) -> (
     }
 }
 
-/// `<@ batch` / `batch @>` clauses: a row matches if it is within the radius of any of the
+/// `<@@ batch` / `batch @@>` clauses: a row matches if it is within the radius of any of the
 /// batch's fingerprints, each an independent chance of "within radius" (a batch of n
 /// balls selects 1 − (1 − s)^n).
 unsafe fn batch_clause_selectivity(
@@ -261,7 +261,7 @@ unsafe fn batch_clause_selectivity(
     }
 }
 
-/// RESTRICT estimator of `<@ hamming_batch` and `hamming_batch @>`.
+/// RESTRICT estimator of `<@@ hamming_batch` and `hamming_batch @@>`.
 #[pg_extern(immutable, strict, parallel_safe)]
 fn hamming_batch_restrict(
     root: Internal,
@@ -272,7 +272,7 @@ fn hamming_batch_restrict(
     estimate_with(root, args, var_relid, batch_clause_selectivity)
 }
 
-/// JOIN estimator of `<@ hamming_batch` and `hamming_batch @>`.
+/// JOIN estimator of `<@@ hamming_batch` and `hamming_batch @@>`.
 #[pg_extern(immutable, strict, parallel_safe)]
 fn hamming_batch_join(
     root: Internal,

@@ -156,12 +156,12 @@ echo "check_shards: (c) 5 nearest equal the reference for $nq queries ($((SECOND
 # of each shard's index (Manku's broadcast of the query set), equal to the reference
 batch_check() { # TABLE RADIUS: (query number, id) of every pair within RADIUS
     echo "WITH b AS MATERIALIZED (SELECT hamming_batch(array_agg(qn), array_agg(q), $2) AS batch FROM queries)
-          SELECT k AS qn, d.id FROM (SELECT id, fp FROM $1 WHERE fp <@ (SELECT batch FROM b)) d,
+          SELECT k AS qn, d.id FROM (SELECT id, fp FROM $1 WHERE fp <@@ (SELECT batch FROM b)) d,
                  unnest(hamming_batch_keys((SELECT batch FROM b), d.fp)) k"
 }
 plan=$(q -c "EXPLAIN (VERBOSE, COSTS OFF) $(batch_check docs 3)")
 [[ $(grep -c "Async Foreign Scan on public.docs_shard" <<<"$plan") == 3 &&
-    $(grep -cF 'WHERE ((fp OPERATOR(public.<@) $1::public.hamming_batch))' <<<"$plan") == 3 ]] ||
+    $(grep -cF 'WHERE ((fp OPERATOR(public.<@@) $1::public.hamming_batch))' <<<"$plan") == 3 ]] ||
     fail "(e) the batch is not shipped to every shard: $plan"
 # Scans of each shard's docs (seq or index, pg_stat_user_tables): one per remote statement.
 shard_table_scans() { shards_psql "$1" -c "SELECT seq_scan + coalesce(idx_scan, 0) FROM pg_stat_user_tables WHERE relname = 'docs'"; }
