@@ -245,46 +245,40 @@ impl BallLookup {
         &self.centers
     }
 
+    /// Calls `found` with the position of balls containing `fp` (a ball may come more than
+    /// once, from several tables) until it returns true; whether it did.
+    fn find(&self, fp: u64, mut found: impl FnMut(usize) -> bool) -> bool {
+        match &self.tables {
+            Some((layout, sorted)) => sorted.find(layout, fp, self.radius, |i| found(i as usize)),
+            None => self
+                .centers
+                .iter()
+                .enumerate()
+                .any(|(i, &c)| hamming(fp, c) <= self.radius && found(i)),
+        }
+    }
+
     /// The position of the first ball containing `fp`.
     pub fn first_containing(&self, fp: u64) -> Option<usize> {
-        let mut first = None;
-        self.positions(fp, |i| {
-            first.get_or_insert(i);
+        let mut first: Option<usize> = None;
+        self.find(fp, |i| {
+            first = Some(first.map_or(i, |f| f.min(i)));
+            false
         });
         first
     }
 
-    /// Calls `emit` with the position of every ball containing `fp`, each once, in
-    /// increasing order.
-    fn positions(&self, fp: u64, mut emit: impl FnMut(usize)) {
-        match &self.tables {
-            Some((layout, sorted)) => {
-                let mut found = Vec::new();
-                sorted.probe(layout, fp, self.radius, |i| found.push(i as usize));
-                found.sort_unstable();
-                found.dedup();
-                found.into_iter().for_each(emit);
-            }
-            None => {
-                for (i, &c) in self.centers.iter().enumerate() {
-                    if hamming(fp, c) <= self.radius {
-                        emit(i);
-                    }
-                }
-            }
-        }
-    }
-
     pub fn contains(&self, fp: u64) -> bool {
-        let mut any = false;
-        self.positions(fp, |_| any = true);
-        any
+        self.find(fp, |_| true)
     }
 
     /// The distinct keys of the balls containing `fp`, in increasing order.
     pub fn keys_containing(&self, fp: u64) -> Vec<i64> {
         let mut keys = Vec::new();
-        self.positions(fp, |i| keys.push(self.keys[i]));
+        self.find(fp, |i| {
+            keys.push(self.keys[i]);
+            false
+        });
         keys.sort_unstable();
         keys.dedup();
         keys

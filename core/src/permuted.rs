@@ -463,16 +463,31 @@ impl SortedTables {
     /// Calls `emit` with every item within `radius` ≤ the layout's max_distance of
     /// `center`; an item may come once per table that finds it.
     pub fn probe(&self, layout: &Layout, center: u64, radius: u32, mut emit: impl FnMut(u32)) {
+        self.find(layout, center, radius, |item| {
+            emit(item);
+            false
+        });
+    }
+
+    /// [`SortedTables::probe`] that stops as soon as `found` returns true; whether it did.
+    pub fn find(
+        &self,
+        layout: &Layout,
+        center: u64,
+        radius: u32,
+        mut found: impl FnMut(u32) -> bool,
+    ) -> bool {
         for (table, sorted) in layout.tables().iter().zip(&self.tables) {
             let q = table.apply(center);
             let (lo, hi) = table.prefix_range(q);
             let start = sorted.partition_point(|&(key, _)| key < lo);
             for &(key, item) in sorted[start..].iter().take_while(|&&(key, _)| key <= hi) {
-                if hamming(key, q) <= radius {
-                    emit(item);
+                if hamming(key, q) <= radius && found(item) {
+                    return true;
                 }
             }
         }
+        false
     }
 }
 

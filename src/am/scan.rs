@@ -660,10 +660,16 @@ fn matches(
     if query.nothing {
         return;
     }
-    let within_all = |fp: u64| {
+    // Within every ball and every batch but `driver`, whose probes found the row and whose
+    // test the caller makes itself.
+    let within_rest = |fp: u64, driver: Option<&BallLookup>| {
         query.balls.iter().all(|&(c, r)| hamming(fp, c) <= r)
-            && query.batches.iter().all(|b| b.contains(fp))
+            && query
+                .batches
+                .iter()
+                .all(|b| driver.is_some_and(|d| std::ptr::eq(&**b, d)) || b.contains(fp))
     };
+    let within_all = |fp: u64| within_rest(fp, None);
     let max_distance = cache.meta.max_distance;
     let ball = query.balls.iter().min_by_key(|b| b.1);
     let batch = query.batches.iter().min_by_key(|b| b.centers().len());
@@ -679,10 +685,9 @@ fn matches(
             for (i, &center) in batch.centers().iter().enumerate() {
                 pgrx::check_for_interrupts!();
                 lookup(index, cache, center, batch.radius(), |row| {
-                    if row
-                        .0
-                        .is_some_and(|fp| within_all(fp) && batch.first_containing(fp) == Some(i))
-                    {
+                    if row.0.is_some_and(|fp| {
+                        batch.first_containing(fp) == Some(i) && within_rest(fp, Some(batch))
+                    }) {
                         emit(row);
                     }
                 });
