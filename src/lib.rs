@@ -36,6 +36,7 @@ pub extern "C-unwind" fn _PG_init() {
     });
     am::options::init();
     am::init_insert_buffer();
+    am::init_pause_points();
     hamming_query::init();
     shingling::init();
 }

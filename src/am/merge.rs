@@ -26,6 +26,7 @@ use super::insert;
 use super::meta;
 use super::options;
 use super::page::{self, Kind, META_BLOCK};
+use super::pause;
 use super::run::{self, PageWriter};
 use super::spool::Spool;
 use neardup_core::index_page::{Dead, Entry, Garbage, List, Meta, Run, Tid, Tree, NO_BLOCK};
@@ -94,6 +95,7 @@ pub fn flush_and_merge(index: pg_sys::Relation) {
             m.sealed = m.pending;
             m.pending = List::empty(m.take_id());
         });
+        pause::at("after_seal");
     }
     merge_while_needed(index);
     refill_spare(index);
@@ -236,6 +238,7 @@ fn merge(index: pg_sys::Relation, m: &Meta, inputs: Vec<Run>, sealed: Option<Lis
             spool.sorted_table(&layout, t, &mut *emit)
         })
     };
+    pause::at("before_publish");
     // SAFETY: reading the transaction counter is always allowed.
     let since = unsafe { pg_sys::ReadNextFullTransactionId() }.value;
     meta::update(index, |m| {
@@ -254,6 +257,7 @@ fn merge(index: pg_sys::Relation, m: &Meta, inputs: Vec<Run>, sealed: Option<Lis
             });
         }
     });
+    pause::at("before_recycle");
     recycle_now(index);
     true
 }
@@ -376,6 +380,7 @@ fn continue_by_table(index: pg_sys::Relation, id: u32) -> bool {
             }
             m.runs.sort_by_key(|r| std::cmp::Reverse(r.rows));
         });
+        pause::at("merge_table");
         recycle_now(index);
     }
 }

@@ -15,6 +15,8 @@ mod meta;
 pub mod options;
 pub use insert_buffer::init as init_insert_buffer;
 mod page;
+mod pause;
+pub use pause::init as init_pause_points;
 mod run;
 mod scan;
 mod spool;

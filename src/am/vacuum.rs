@@ -72,6 +72,7 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
                 removed += gone;
             }
         }
+        super::pause::at("vacuum_pass");
         // SAFETY: reading the transaction counter is always allowed.
         let since = pg_sys::ReadNextFullTransactionId().value;
         meta::update(index, |m| {
