@@ -35,7 +35,6 @@ pub extern "C-unwind" fn _PG_init() {
         pgrx::check_for_interrupts!();
     });
     am::options::init();
-    am::init_insert_buffer();
     am::init_pause_points();
     hamming_query::init();
     shingling::init();

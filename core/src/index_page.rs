@@ -27,14 +27,23 @@
 //!  +-------------+------------+-----------+----------+-------------+
 //!  | id u32 × inputs | block u32 × spare | Run × runs | Garbage × garbage |
 //!  +-----------------+-------------------+------------+-------------------+
-//!  merging: the id of the run being written (0 when none) and inputs, the runs it merges
-//!  table by table (see `merge`); spare: free pages set aside for the pending list, so
-//!  that inserts reuse space without searching the free space map
+//!  merging: the id of the run a merge table by table is writing (0 when none) and inputs,
+//!  the runs it merges (see `merge`); spare: free pages set aside for the pending list, so
+//!  that inserts reuse space without searching the free space map; garbage: only in
+//!  indexes written by format 2, whose metapage kept it (format 3 keeps it in the registry
+//!  and moves format 2's there at its first merge)
 //!  List:    id u32 | head u32 | tail u32 | pages u32      (id 0: no list)
 //!  Run:     id u32 | blocks u32 | rows u64 | nulls head u32 | nulls pages u32 |
 //!           tables u32 | Tree × tables
 //!  Tree:    root u32 | first leaf u32 | leaves u32
 //!  Garbage: since u64 (full transaction id) | what u32 (1 run, 2 list) | Run or List
+//!
+//!  registry page (block 1, and the pages chained after it) contents: packed Garbage
+//!  records, what merges left behind until no snapshot can read it (any number of pages:
+//!  a long-running snapshot holds garbage back, and the metapage must not fill up)
+//!  +---------+---------+-----
+//!  | Garbage | Garbage | ...
+//!  +---------+---------+-----
 //!
 //!  leaf page / pending page contents: packed 14-byte entries, sorted by key on leaves
 //!  (key = the fingerprint permuted for that table), in insertion order on pending pages
@@ -55,7 +64,12 @@
 //! every key below the next: a descent cannot skip a match.
 
 pub const MAGIC: u32 = 0x4E44_5550; // "NDUP"
-pub const VERSION: u32 = 2;
+/// The format written. Format 3 keeps garbage in registry pages (block 1 was an empty
+/// "interlock" page in format 2); a format 2 index is read as it is and becomes format 3
+/// at its first change of the metapage.
+pub const VERSION: u32 = 3;
+/// The oldest format this build reads.
+pub const OLDEST_READABLE: u32 = 2;
 pub const ENTRY_SIZE: usize = 14;
 pub const CHILD_SIZE: usize = 12;
 /// Bytes of contents an 8 kB page holds (after the 24-byte header, before the 16-byte
@@ -293,6 +307,41 @@ pub struct Garbage {
     pub dead: Dead,
 }
 
+impl Garbage {
+    /// Bytes of its record (in a registry page, or a format 2 metapage).
+    pub fn encoded_len(&self) -> usize {
+        12 + match &self.dead {
+            Dead::Run(r) => run_len(r),
+            Dead::List(_) => 16,
+        }
+    }
+
+    /// Appends its record to `out`.
+    pub fn write(&self, out: &mut Vec<u8>) {
+        let at = out.len();
+        out.resize(at + self.encoded_len(), 0);
+        Writer {
+            out: &mut out[at..],
+            at: 0,
+        }
+        .garbage(self);
+    }
+
+    /// The records packed in a registry page's contents.
+    pub fn read_all(bytes: &[u8]) -> Result<Vec<Garbage>, MetaError> {
+        let mut r = Reader { bytes, at: 0 };
+        let mut out = Vec::new();
+        while r.at < bytes.len() {
+            out.push(r.garbage()?);
+        }
+        Ok(out)
+    }
+}
+
+fn run_len(r: &Run) -> usize {
+    28 + 12 * r.tables.len()
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Meta {
     pub max_distance: u32,
@@ -352,10 +401,10 @@ impl Meta {
     }
 
     /// Whether a page owned by `owner` is in use: it belongs to a pending list, to the run
-    /// being written, or to a run or garbage that still has the page's table (`Some(t)` for
-    /// a leaf or directory page) or NULL rows (`None` for a pending page). Anything else is
-    /// free, whatever the free space map says.
-    pub fn in_use(&self, owner: u32, table: Option<u16>) -> bool {
+    /// being written, or to a run or garbage (the metapage's, or `registry`) that still has
+    /// the page's table (`Some(t)` for a leaf or directory page) or NULL rows (`None` for a
+    /// pending page). Anything else is free, whatever the free space map says.
+    pub fn in_use(&self, registry: &[Garbage], owner: u32, table: Option<u16>) -> bool {
         let run_has = |r: &Run| match table {
             Some(t) => r
                 .tables
@@ -367,30 +416,20 @@ impl Meta {
             || (owner == self.sealed.id && owner != 0)
             || (owner == self.merging && owner != 0)
             || self.runs.iter().any(|r| r.id == owner && run_has(r))
-            || self.garbage.iter().any(|g| match &g.dead {
+            || self.garbage.iter().chain(registry).any(|g| match &g.dead {
                 Dead::Run(r) => r.id == owner && run_has(r),
                 Dead::List(l) => l.id == owner,
             })
     }
 
     pub fn encoded_len(&self) -> usize {
-        let run_len = |r: &Run| 28 + 12 * r.tables.len();
         16 + 32
             + 16
             + 4
             + 4 * self.merge_inputs.len()
             + 4 * self.spare.len()
             + self.runs.iter().map(run_len).sum::<usize>()
-            + self
-                .garbage
-                .iter()
-                .map(|g| {
-                    12 + match &g.dead {
-                        Dead::Run(r) => run_len(r),
-                        Dead::List(_) => 16,
-                    }
-                })
-                .sum::<usize>()
+            + self.garbage.iter().map(Garbage::encoded_len).sum::<usize>()
     }
 
     pub fn write(&self, out: &mut [u8]) {
@@ -412,17 +451,7 @@ impl Meta {
             w.run(r);
         }
         for g in &self.garbage {
-            w.u64(g.since);
-            match &g.dead {
-                Dead::Run(r) => {
-                    w.u32(1);
-                    w.run(r);
-                }
-                Dead::List(l) => {
-                    w.u32(2);
-                    w.list(l);
-                }
-            }
+            w.garbage(g);
         }
     }
 
@@ -440,9 +469,9 @@ impl Meta {
                 "not a hamming index metapage (magic {magic:#x})"
             )));
         }
-        if version != VERSION {
+        if !(OLDEST_READABLE..=VERSION).contains(&version) {
             return Err(MetaError(format!(
-                "hamming index format {version}, this build reads {VERSION}: REINDEX it"
+                "hamming index format {version}, this build reads {OLDEST_READABLE} to {VERSION}: REINDEX it"
             )));
         }
         Ok(())
@@ -465,15 +494,7 @@ impl Meta {
         let spare = (0..spare).map(|_| r.u32()).collect::<Result<_, _>>()?;
         let runs = (0..runs).map(|_| r.run()).collect::<Result<_, _>>()?;
         let garbage = (0..garbage)
-            .map(|_| {
-                let since = r.u64()?;
-                let dead = match r.u32()? {
-                    1 => Dead::Run(r.run()?),
-                    2 => Dead::List(r.list()?),
-                    other => return Err(MetaError(format!("unknown garbage kind {other}"))),
-                };
-                Ok(Garbage { since, dead })
-            })
+            .map(|_| r.garbage())
             .collect::<Result<_, _>>()?;
         Ok(Meta {
             max_distance,
@@ -506,6 +527,19 @@ impl Writer<'_> {
     fn list(&mut self, l: &List) {
         for v in [l.id, l.head, l.tail, l.pages] {
             self.u32(v);
+        }
+    }
+    fn garbage(&mut self, g: &Garbage) {
+        self.u64(g.since);
+        match &g.dead {
+            Dead::Run(r) => {
+                self.u32(1);
+                self.run(r);
+            }
+            Dead::List(l) => {
+                self.u32(2);
+                self.list(l);
+            }
         }
     }
     fn run(&mut self, r: &Run) {
@@ -550,6 +584,15 @@ impl Reader<'_> {
             tail: self.u32()?,
             pages: self.u32()?,
         })
+    }
+    fn garbage(&mut self) -> Result<Garbage, MetaError> {
+        let since = self.u64()?;
+        let dead = match self.u32()? {
+            1 => Dead::Run(self.run()?),
+            2 => Dead::List(self.list()?),
+            other => return Err(MetaError(format!("unknown garbage kind {other}"))),
+        };
+        Ok(Garbage { since, dead })
     }
     fn run(&mut self) -> Result<Run, MetaError> {
         let (id, blocks, rows) = (self.u32()?, self.u32()?, self.u64()?);
@@ -706,6 +749,22 @@ mod tests {
         assert_eq!(m.run_rows(), 16_000);
         assert!(Meta::read(&[0u8; 64]).is_err());
         assert!(Meta::read(&buf[..30]).is_err());
+
+        // Format 2 reads the same, and format 1 is refused.
+        buf[4..8].copy_from_slice(&2u32.to_le_bytes());
+        assert_eq!(Meta::read(&buf), Ok(m.clone()));
+        buf[4..8].copy_from_slice(&1u32.to_le_bytes());
+        assert!(Meta::read(&buf).unwrap_err().0.contains("REINDEX"));
+
+        // Registry records round-trip, packed one after another.
+        let mut page = Vec::new();
+        for g in &m.garbage {
+            g.write(&mut page);
+        }
+        assert_eq!(page.len(), m.garbage.iter().map(Garbage::encoded_len).sum());
+        assert_eq!(Garbage::read_all(&page), Ok(m.garbage.clone()));
+        assert_eq!(Garbage::read_all(&[]), Ok(Vec::new()));
+        assert!(Garbage::read_all(&page[..page.len() - 1]).is_err());
     }
 
     #[test]
@@ -729,12 +788,18 @@ mod tests {
             dead: Dead::List(List::empty(6)),
         }];
         m.merging = 7;
-        assert!(!m.in_use(5, Some(0)), "table 0 retired");
-        assert!(m.in_use(5, Some(1)));
-        assert!(!m.in_use(5, None), "no NULL rows");
-        assert!(m.in_use(1, None), "the pending list");
-        assert!(m.in_use(6, None) && m.in_use(7, Some(2)));
-        assert!(!m.in_use(0, None) && !m.in_use(4, Some(1)));
+        let registry = [Garbage {
+            since: 2,
+            dead: Dead::List(List::empty(8)),
+        }];
+        let in_use = |owner, table| m.in_use(&registry, owner, table);
+        assert!(!in_use(5, Some(0)), "table 0 retired");
+        assert!(in_use(5, Some(1)));
+        assert!(!in_use(5, None), "no NULL rows");
+        assert!(in_use(1, None), "the pending list");
+        assert!(in_use(6, None) && in_use(7, Some(2)));
+        assert!(in_use(8, None), "garbage in the registry");
+        assert!(!in_use(0, None) && !in_use(4, Some(1)));
     }
 
     #[test]

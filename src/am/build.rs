@@ -5,6 +5,7 @@
 use super::meta;
 use super::options;
 use super::page::{self, Kind, Locked, Role};
+use super::registry::REGISTRY_BLOCK;
 use super::run::{self, PageWriter};
 use super::spool::Spool;
 use neardup_core::index_page::{Meta, Tid};
@@ -207,14 +208,14 @@ fn write(
         "a new index starts empty"
     );
     drop(metapage);
-    let interlock = Locked::extend(index, fork);
-    assert_eq!(interlock.block(), page::INTERLOCK_BLOCK);
+    let registry = Locked::extend(index, fork);
+    assert_eq!(registry.block(), REGISTRY_BLOCK);
     // SAFETY: block 1, new and exclusively locked; logged with the rest.
     unsafe {
-        page::init(interlock.page(), Role::new(Kind::Interlock, 0));
-        pg_sys::MarkBufferDirty(interlock.buffer);
+        page::init(registry.page(), Role::new(Kind::Registry, 0));
+        pg_sys::MarkBufferDirty(registry.buffer);
     }
-    drop(interlock);
+    drop(registry);
     let mut meta = Meta::new(layout.max_distance);
     let id = meta.take_id();
     let mut out = PageWriter::for_build(index, fork);

@@ -1,18 +1,20 @@
 //! INSERT: the row's (fingerprint, TID) is appended to the pending list, an unsorted chain of
-//! pages that every scan reads (like GIN's fast-update list); a backend holds its rows back
-//! until it has a page's worth or commits (`insert_buffer`), and appends them together.
-//! Most appends lock the metapage in share mode, only to find the tail, and change the tail
-//! page alone (one GenericXLog record, one page): concurrent inserters wait for each other
-//! only for that append. An
-//! append that needs a new page (a spare one a merge set aside, or a new block) takes the
-//! metapage exclusively to link it; when that makes
-//! the list reach `pending_limit` rows, the inserting backend writes it as a run and merges
-//! runs (`merge`), unless another backend or VACUUM is already doing so (past four times the
-//! limit, it waits for that one and then merges).
+//! pages that every scan reads (like GIN's fast-update list), at once and in the index's
+//! pages: nothing is held back in the backend, so every scan of every backend and parallel
+//! worker, TRUNCATE, REINDEX, SET TABLESPACE and savepoints see the index as PostgreSQL's
+//! own indexes are seen (see README.md in this folder).
+//!
+//! An append locks the metapage in share mode, only to find the tail, and changes the tail
+//! page alone, logged by a record built for appends (`page::append_logged`): concurrent
+//! inserters wait for each other only for that append. An append that needs a new page (a
+//! spare one a merge set aside, or a new block) takes the metapage exclusively to link it.
+//! Once the list holds `pending_limit` rows (checked at every append, so a lowered limit
+//! acts at the next insert), the inserting backend writes it as a run and merges runs
+//! (`merge`), unless another backend is already doing so; past `STALL_AFTER_LIMITS` times
+//! the limit it waits (see `stall`).
 
 use super::build::tid_of;
-use super::insert_buffer;
-use super::merge;
+use super::merge::{self, STALL_AFTER_LIMITS};
 use super::meta;
 use super::options;
 use super::page::{self, Kind, Locked, Role, Xlog, META_BLOCK};
@@ -45,106 +47,116 @@ pub unsafe extern "C-unwind" fn aminsert(
             }
         }
     };
-    if let Some(rows) = insert_buffer::hold(index, entry) {
-        append(index, &rows);
-    }
+    append(index, entry);
     false
 }
 
-/// Appends the rows this backend holds back for `index` (see `insert_buffer`).
-pub fn append_held(index: pg_sys::Relation) {
-    let rows = insert_buffer::take(index);
-    append(index, &rows);
-}
-
-/// A pending list this many times `pending_limit` makes an inserter wait for the merge
-/// running (as a log-structured store stalls writes): without it, a long merge lets the list
-/// grow without bound under a steady stream of inserts.
-pub const STALL_AFTER_LIMITS: u64 = 4;
-
-/// Appends `rows` to the pending list; once it holds `pending_limit` rows, writes it as a
-/// run (unless another backend is at it; past `STALL_AFTER_LIMITS` times the limit, after
-/// waiting for it).
-fn append(index: pg_sys::Relation, mut rows: &[Entry]) {
-    while !rows.is_empty() {
-        let n = append_to_tail(index, rows);
-        if n > 0 {
-            rows = &rows[n..];
-            continue;
-        }
-        let (n, list) = append_to_new_page(index, rows);
-        rows = &rows[n..];
-        if let Some(list) = list {
-            // A new page: the ones before it are full.
-            let full_rows = (list.pages as u64 - 1) * page::ENTRIES_PER_PAGE as u64;
-            let limit = options::of(index).pending_limit as u64;
-            if full_rows >= STALL_AFTER_LIMITS * limit {
-                // Inserts outrun the merges: wait for the one running, then merge, so that
-                // the pending list (which every lookup reads) stays bounded.
-                let _lock = merge::MergeLock::wait(index);
-                merge::flush_and_merge(index);
-            } else if full_rows >= limit {
-                merge::try_flush(index);
-            }
-        }
+/// Appends `entry` to the pending list; once the list holds `pending_limit` rows, writes it
+/// as a run (unless another backend is at it; past `STALL_AFTER_LIMITS` times the limit,
+/// after waiting for it).
+fn append(index: pg_sys::Relation, entry: Entry) {
+    let mut bytes = [0u8; ENTRY_SIZE];
+    entry.write(&mut bytes);
+    let rows = match append_to_tail(index, &bytes) {
+        Some(rows) => rows,
+        None => append_to_new_page(index, &bytes),
+    };
+    let limit = options::of(index).pending_limit as u64;
+    if rows >= STALL_AFTER_LIMITS * limit {
+        stall(index, limit);
+    } else if rows >= limit {
+        merge::try_flush(index);
     }
 }
 
-/// Appends what fits of `rows` to the tail page: the metapage in share mode (the list cannot
-/// be sealed meanwhile), the tail exclusively. Returns how many rows went (0 when there is
-/// no tail or it is full).
-fn append_to_tail(index: pg_sys::Relation, rows: &[Entry]) -> usize {
+/// Inserts outrun the merges (the pending list, which every lookup reads, holds
+/// `STALL_AFTER_LIMITS` times the limit): waits until the merge lock is free, then writes
+/// the list as a run itself, or until the backend holding the lock has sealed the list
+/// (a merge table by table does so between tables). It polls rather than queue for the
+/// lock, so that it never waits for a whole VACUUM, and never makes the deadlock detector
+/// cancel an autovacuum that holds the lock; the wait shows in pg_stat_activity as
+/// wait_event_type `Extension`.
+fn stall(index: pg_sys::Relation, limit: u64) {
+    loop {
+        if merge::try_flush(index) {
+            return;
+        }
+        let m = meta::read(index);
+        if (m.pending.pages as u64) * (page::ENTRIES_PER_PAGE as u64) < STALL_AFTER_LIMITS * limit {
+            return;
+        }
+        // SAFETY: this backend's latch; the wait is interruptible and ends with the
+        // postmaster.
+        unsafe {
+            pg_sys::WaitLatch(
+                pg_sys::MyLatch,
+                (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_EXIT_ON_PM_DEATH) as i32,
+                STALL_POLL_MS,
+                pg_sys::PG_WAIT_EXTENSION,
+            );
+            pg_sys::ResetLatch(pg_sys::MyLatch);
+        }
+        pgrx::check_for_interrupts!();
+    }
+}
+
+/// How often a stalled inserter looks again.
+const STALL_POLL_MS: i64 = 10;
+
+/// Rows of a pending list whose tail page holds `on_tail` entries.
+fn list_rows(list: &List, on_tail: usize) -> u64 {
+    (list.pages.saturating_sub(1) as u64) * page::ENTRIES_PER_PAGE as u64 + on_tail as u64
+}
+
+/// Appends `bytes` to the tail page if it has room: the metapage in share mode (the list
+/// cannot be sealed meanwhile), the tail exclusively. Returns the rows the list then holds,
+/// or `None` when there is no tail or it is full.
+fn append_to_tail(index: pg_sys::Relation, bytes: &[u8]) -> Option<u64> {
     let main = pg_sys::ForkNumber::MAIN_FORKNUM;
     let metapage = Locked::read(index, main, META_BLOCK, pg_sys::BUFFER_LOCK_SHARE);
-    // SAFETY: block 0, locked; the tail is locked exclusively and edited through GenericXLog.
+    // SAFETY: block 0, locked; the tail is locked exclusively while changed.
     unsafe {
         let list = pending_of(metapage.page());
         if list.tail == NO_BLOCK {
-            return 0;
+            return None;
         }
         let tail = Locked::read(index, main, list.tail, pg_sys::BUFFER_LOCK_EXCLUSIVE);
-        let n = room(tail.page()).min(rows.len());
-        if n > 0 {
-            let mut xlog = Xlog::start(index);
-            write_rows(xlog.register(&tail, false), &rows[..n]);
-            xlog.finish();
+        let used = page::contents(tail.page()).len() / ENTRY_SIZE;
+        if used >= page::ENTRIES_PER_PAGE {
+            return None;
         }
-        n
+        page::append_logged(index, &tail, bytes);
+        Some(list_rows(&list, used + 1))
     }
 }
 
-/// Entries a pending page still has room for.
-unsafe fn room(page: pg_sys::Page) -> usize {
-    unsafe { (page::CONTENTS - page::contents(page).len()) / ENTRY_SIZE }
-}
-
 /// Appends under the metapage's exclusive lock, to a new page unless another inserter added
-/// room meanwhile; returns how many rows went, and the list when a page was added. The new
-/// page is a spare one (set aside by merges from the pages they freed) or, when there is
-/// none, a new block.
-fn append_to_new_page(index: pg_sys::Relation, rows: &[Entry]) -> (usize, Option<List>) {
+/// room meanwhile; returns the rows the list then holds. The new page is a spare one (set
+/// aside by merges from the pages they freed) or, when there is none, a new block.
+fn append_to_new_page(index: pg_sys::Relation, bytes: &[u8]) -> u64 {
     let main = pg_sys::ForkNumber::MAIN_FORKNUM;
     let metapage = Locked::read(index, main, META_BLOCK, pg_sys::BUFFER_LOCK_EXCLUSIVE);
-    // SAFETY: all pages below are locked exclusively while edited through GenericXLog.
+    // SAFETY: all pages below are locked exclusively while changed.
     unsafe {
         let mut m = meta::decode(metapage.page());
         let tail = (m.pending.tail != NO_BLOCK)
             .then(|| Locked::read(index, main, m.pending.tail, pg_sys::BUFFER_LOCK_EXCLUSIVE));
-        let mut xlog = Xlog::start(index);
-        if let Some(t) = tail.as_ref().filter(|t| room(t.page()) > 0) {
-            let n = room(t.page()).min(rows.len());
-            write_rows(xlog.register(t, false), &rows[..n]);
-            xlog.finish();
-            return (n, None);
+        if let Some(t) = &tail {
+            let used = page::contents(t.page()).len() / ENTRY_SIZE;
+            if used < page::ENTRIES_PER_PAGE {
+                page::append_logged(index, t, bytes);
+                return list_rows(&m.pending, used + 1);
+            }
         }
         let fresh = match m.spare.pop() {
             Some(block) => Locked::read(index, main, block, pg_sys::BUFFER_LOCK_EXCLUSIVE),
             None => Locked::extend(index, main),
         };
+        let mut xlog = Xlog::start(index);
         let target = xlog.register(&fresh, true);
         page::init(target, Role::new(Kind::Pending, m.pending.id));
-        let n = page::ENTRIES_PER_PAGE.min(rows.len());
-        write_rows(target, &rows[..n]);
+        page::contents_mut(target)[..bytes.len()].copy_from_slice(bytes);
+        page::set_len(target, bytes.len());
         match &tail {
             Some(old) => page::set_next(xlog.register(old, false), fresh.block()),
             None => m.pending.head = fresh.block(),
@@ -153,7 +165,7 @@ fn append_to_new_page(index: pg_sys::Relation, rows: &[Entry]) -> (usize, Option
         m.pending.pages += 1;
         meta::encode(xlog.register(&metapage, false), &m);
         xlog.finish();
-        (n, Some(m.pending))
+        list_rows(&m.pending, 1)
     }
 }
 
@@ -163,17 +175,5 @@ unsafe fn pending_of(metapage: pg_sys::Page) -> List {
             pgrx::error!("hamming index block 0 is not a metapage");
         }
         Meta::read_pending(page::contents(metapage)).unwrap_or_else(|e| pgrx::error!("{}", e.0))
-    }
-}
-
-/// Writes `rows` after the page's entries (the caller checked they fit).
-unsafe fn write_rows(target: pg_sys::Page, rows: &[Entry]) {
-    unsafe {
-        let used = page::contents(target).len();
-        let out = &mut page::contents_mut(target)[used..];
-        for (i, e) in rows.iter().enumerate() {
-            e.write(&mut out[i * ENTRY_SIZE..]);
-        }
-        page::set_len(target, used + rows.len() * ENTRY_SIZE);
     }
 }

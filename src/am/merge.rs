@@ -1,35 +1,38 @@
-//! Writing the pending list as a run, merging runs, and giving their pages back.
+//! Writing the pending list as a run, merging runs, and giving their pages back (the
+//! protocol, its locks and the page life cycle are in README.md in this folder).
 //!
 //! One backend at a time does any of this: the *merge lock* is a heavyweight lock on the
 //! index's block 0 (as GIN locks its metapage for pending-list cleanup), taken without
 //! waiting by an inserter that filled the pending list (it goes on inserting if another
-//! backend holds it) and waited for by VACUUM. Nothing else waits for it: a merge reads its
-//! inputs under share locks page by page, writes the new run into pages no scan can reach,
-//! and then publishes it with one WAL-logged change of the metapage, so lookups and inserts
-//! go on throughout.
+//! backend holds it) and waited for by VACUUM's last steps. A merge reads its inputs under
+//! share locks page by page, writes the new run into pages no scan can reach, and then
+//! publishes it with one WAL-logged change of the metapage, so lookups and inserts go on
+//! throughout.
 //!
 //! 1. *Seal*: the open pending list becomes the sealed list, which scans still read, and
 //!    inserts start a new one (one metapage record).
-//! 2. *Write*: a new id is recorded in the metapage, then the run's pages, each owned by the
-//!    id and WAL-logged whole, are written into free pages or new ones.
-//! 3. *Publish*: the metapage swaps the inputs for the new run and keeps the inputs as
-//!    garbage, stamped with the next transaction id.
+//! 2. *Write*: the run's pages, owned by a new id and each WAL-logged whole, are written
+//!    into free pages or new ones.
+//! 3. *Publish*: one record swaps the inputs for the new run in the metapage and records
+//!    the inputs in the registry as garbage, stamped with the next transaction id read
+//!    under the metapage's lock (`registry::publish`).
 //! 4. *Recycle*: garbage older than every snapshot (`GlobalVisCheckRemovableFullXid`, as
-//!    nbtree recycles deleted pages) goes to the free space map.
+//!    nbtree recycles deleted pages; a standby's count with hot_standby_feedback) goes to
+//!    the free space map.
 //!
 //! A crash or an ERROR before 3 leaves pages owned by an id nothing refers to; VACUUM's
 //! sweep finds and frees them (`sweep`). The runs to merge are chosen by
 //! `neardup_core::merge_policy`.
 
 use super::build::choose_layout;
-use super::insert;
 use super::meta;
 use super::options;
 use super::page::{self, Kind, META_BLOCK};
 use super::pause;
-use super::run::{self, PageWriter};
+use super::registry::{self, REGISTRY_BLOCK};
+use super::run::{self, InUse, PageWriter};
 use super::spool::Spool;
-use neardup_core::index_page::{Dead, Entry, Garbage, List, Meta, Run, Tid, Tree, NO_BLOCK};
+use neardup_core::index_page::{Dead, Entry, List, Meta, Run, Tid, Tree, NO_BLOCK};
 use neardup_core::merge_policy::merge_from;
 use neardup_core::permuted::Layout;
 use pgrx::pg_sys;
@@ -38,32 +41,41 @@ fn merge_lock_mode() -> pg_sys::LOCKMODE {
     pg_sys::ExclusiveLock as pg_sys::LOCKMODE
 }
 
-/// Writes the pending list as a run (and merges) unless another backend is at it.
-pub fn try_flush(index: pg_sys::Relation) {
-    // SAFETY: a lock tag on our own index; released below or at transaction end.
-    if unsafe { pg_sys::ConditionalLockPage(index, META_BLOCK, merge_lock_mode()) } {
-        flush_and_merge(index);
-        unsafe { pg_sys::UnlockPage(index, META_BLOCK, merge_lock_mode()) };
-    }
-}
-
-/// Holds the merge lock for as long as it lives (VACUUM).
+/// The merge lock, held for as long as this lives.
 pub struct MergeLock(pg_sys::Relation);
 
 impl MergeLock {
+    /// Waits for the lock (VACUUM).
     pub fn wait(index: pg_sys::Relation) -> MergeLock {
-        // SAFETY: as in try_flush; the wait is interruptible.
+        // SAFETY: a lock tag on our own index; the wait is interruptible.
         unsafe { pg_sys::LockPage(index, META_BLOCK, merge_lock_mode()) };
         MergeLock(index)
+    }
+
+    /// The lock if no other backend holds it.
+    pub fn try_take(index: pg_sys::Relation) -> Option<MergeLock> {
+        // SAFETY: as in `wait`, without waiting.
+        unsafe { pg_sys::ConditionalLockPage(index, META_BLOCK, merge_lock_mode()) }
+            .then_some(MergeLock(index))
     }
 }
 
 impl Drop for MergeLock {
     fn drop(&mut self) {
-        // SAFETY: taken in `wait`. While an ERROR unwinds, transaction abort releases it too;
-        // releasing first is harmless.
+        // SAFETY: taken in `wait` or `try_take`. While an ERROR unwinds, transaction abort
+        // releases it too; releasing first is harmless.
         unsafe { pg_sys::UnlockPage(self.0, META_BLOCK, merge_lock_mode()) };
     }
+}
+
+/// Writes the pending list as a run (and merges) unless another backend is at it; returns
+/// whether it did.
+pub fn try_flush(index: pg_sys::Relation) -> bool {
+    let Some(_lock) = MergeLock::try_take(index) else {
+        return false;
+    };
+    flush_and_merge(index);
+    true
 }
 
 /// Recycles what it can, writes the pending list as a run and merges runs until the policy
@@ -87,8 +99,14 @@ pub fn flush_and_merge(index: pg_sys::Relation) {
             });
         }
     }
-    recycle(index);
-    recycle_now(index);
+    registry::recycle(index);
+    seal(index);
+    merge_while_needed(index);
+    refill_spare(index);
+}
+
+/// Seals the open pending list if it has rows and no list is sealed.
+fn seal(index: pg_sys::Relation) {
     let m = meta::read(index);
     if m.sealed.id == 0 && m.pending.pages > 0 {
         meta::update(index, |m| {
@@ -97,8 +115,6 @@ pub fn flush_and_merge(index: pg_sys::Relation) {
         });
         pause::at("after_seal");
     }
-    merge_while_needed(index);
-    refill_spare(index);
 }
 
 fn merge_while_needed(index: pg_sys::Relation) {
@@ -116,7 +132,13 @@ fn merge_while_needed(index: pg_sys::Relation) {
         }
         sizes.sort_by_key(|s| std::cmp::Reverse(s.0));
         let counts: Vec<u64> = sizes.iter().map(|s| s.0).collect();
-        let chosen: Vec<(u64, Option<usize>)> = match (merge_from(&counts), &sealed) {
+        let from = if crowded(index, &m) {
+            // The metapage has room for few more runs: all merge into one.
+            Some(0).filter(|_| sizes.len() > 1)
+        } else {
+            merge_from(&counts)
+        };
+        let chosen: Vec<(u64, Option<usize>)> = match (from, &sealed) {
             (Some(from), _) => sizes[from..].to_vec(),
             (None, Some(s)) => vec![(s.rows.len() as u64, None)],
             (None, None) => return,
@@ -145,6 +167,33 @@ fn merge_while_needed(index: pg_sys::Relation) {
             return;
         }
     }
+}
+
+/// Whether the metapage lacks room for two more runs as large as any the index may write
+/// (a run from the pending list and a merge's output): past that, merges take every run,
+/// so the metapage never overflows whatever the options and row counts.
+fn crowded(index: pg_sys::Relation, m: &Meta) -> bool {
+    let rows = m.run_rows() + m.pending_pages() as u64 * page::ENTRIES_PER_PAGE as u64;
+    let tables = m
+        .runs
+        .iter()
+        .map(|r| r.tables.len())
+        .chain([choose_layout(index, rows).tables().len()])
+        .max()
+        .unwrap_or(0);
+    let mut after = m.clone();
+    for _ in 0..2 {
+        after.runs.push(Run {
+            id: 0,
+            blocks: 0,
+            rows: 0,
+            nulls_head: NO_BLOCK,
+            nulls_pages: 0,
+            tables: vec![Tree::EMPTY; tables],
+        });
+        after.merge_inputs.push(0);
+    }
+    !meta::fits(&after)
 }
 
 /// Merges up to this many rows write the new run whole, with the sealed list; larger ones go
@@ -176,7 +225,7 @@ fn read_list(index: pg_sys::Relation, list: &List) -> ListRows {
 const MERGE_BYTES_PER_ROW: u64 = 24;
 
 /// Merges `inputs` and `sealed` into one run and publishes it; false if the metapage has no
-/// room for the result (the merge waits for garbage to be recycled).
+/// room for the result (it waits for the next merge, which takes more runs).
 fn merge(index: pg_sys::Relation, m: &Meta, inputs: Vec<Run>, sealed: Option<ListRows>) -> bool {
     let rows: u64 = inputs.iter().map(|r| r.rows).sum::<u64>()
         + sealed.as_ref().map_or(0, |s| s.rows.len() as u64);
@@ -191,23 +240,13 @@ fn merge(index: pg_sys::Relation, m: &Meta, inputs: Vec<Run>, sealed: Option<Lis
         nulls_pages: 0,
         tables: vec![Tree::EMPTY; layout.tables().len()],
     });
-    after.garbage.extend(runs_as_garbage(inputs.iter(), 0));
-    if let Some(s) = &sealed {
-        after.garbage.push(Garbage {
-            since: 0,
-            dead: Dead::List(s.list),
-        });
-    }
     if !meta::fits(&after) {
         return false;
     }
+    // The id is recorded before any page carries it: ids are never given twice.
     let mut id = 0;
-    let current = meta::update(index, |m| {
-        id = m.take_id();
-        m.merging = id;
-        m.merge_inputs.clear();
-    });
-    let mut out = PageWriter::for_merge(index, &current);
+    meta::update(index, |m| id = m.take_id());
+    let mut out = PageWriter::for_merge(index);
 
     let mut nulls: Vec<Tid> = Vec::new();
     for r in &inputs {
@@ -239,26 +278,19 @@ fn merge(index: pg_sys::Relation, m: &Meta, inputs: Vec<Run>, sealed: Option<Lis
         })
     };
     pause::at("before_publish");
-    // SAFETY: reading the transaction counter is always allowed.
-    let since = unsafe { pg_sys::ReadNextFullTransactionId() }.value;
-    meta::update(index, |m| {
-        m.merging = 0;
+    let mut dead: Vec<Dead> = inputs.iter().cloned().map(Dead::Run).collect();
+    dead.extend(sealed_list.map(Dead::List));
+    registry::publish(index, dead, Vec::new(), |m| {
         m.runs.retain(|r| !inputs.iter().any(|i| i.id == r.id));
         if new_run.rows > 0 || new_run.nulls_pages > 0 {
             m.runs.push(new_run);
         }
         m.runs.sort_by_key(|r| std::cmp::Reverse(r.rows));
-        m.garbage.extend(runs_as_garbage(inputs.iter(), since));
-        if let Some(list) = sealed_list {
+        if sealed_list.is_some() {
             m.sealed = List::empty(0);
-            m.garbage.push(Garbage {
-                since,
-                dead: Dead::List(list),
-            });
         }
     });
     pause::at("before_recycle");
-    recycle_now(index);
     true
 }
 
@@ -266,9 +298,8 @@ fn merge(index: pg_sys::Relation, m: &Meta, inputs: Vec<Run>, sealed: Option<Lis
 /// of the inputs' same table (already sorted: no sort, a page per input in memory), and is
 /// published as soon as it is written, the inputs' copies of it becoming garbage. Lookups
 /// stay exact in between: each table of each row is in exactly one run, and a lookup
-/// reports a row only from its owner table. When no scan holds the metapage, the garbage is
-/// reused at once by the next table, so the index needs room for one more table, not one
-/// more run.
+/// reports a row only from its owner table. Between tables, a pending list past its limit
+/// is written as a run, so that inserts do not wait for the whole merge.
 fn merge_by_table(index: pg_sys::Relation, m: &Meta, inputs: &[Run]) -> bool {
     let mut after = m.clone();
     after.merge_inputs = inputs.iter().map(|r| r.id).collect();
@@ -276,8 +307,6 @@ fn merge_by_table(index: pg_sys::Relation, m: &Meta, inputs: &[Run]) -> bool {
         tables: vec![Tree::EMPTY; inputs[0].tables.len()],
         ..inputs[0].clone()
     });
-    // Garbage for one table of each input.
-    after.garbage.extend(runs_as_garbage(inputs.iter(), 0));
     if !meta::fits(&after) {
         return false;
     }
@@ -291,7 +320,7 @@ fn merge_by_table(index: pg_sys::Relation, m: &Meta, inputs: &[Run]) -> bool {
 }
 
 /// Writes and publishes the tables the merge `id` (recorded in the metapage) has not
-/// written yet; false if the metapage has no room to go on (the merge resumes later).
+/// written yet.
 fn continue_by_table(index: pg_sys::Relation, id: u32) -> bool {
     loop {
         let m = meta::read(index);
@@ -311,14 +340,7 @@ fn continue_by_table(index: pg_sys::Relation, id: u32) -> bool {
             });
             return true;
         };
-        let mut after = m.clone();
-        after
-            .garbage
-            .extend(runs_as_garbage(inputs.iter().copied(), 0));
-        if !meta::fits(&after) {
-            return false;
-        }
-        let mut out = PageWriter::for_merge(index, &m);
+        let mut out = PageWriter::for_merge(index);
         let mut tree = run::TreeWriter::new(id, t as u16);
         // Counted, not taken from the inputs' counts (see `run::write_run`).
         let mut written = 0u64;
@@ -334,30 +356,36 @@ fn continue_by_table(index: pg_sys::Relation, id: u32) -> bool {
             }
             run::write_nulls(&mut out, id, &nulls)
         });
-        // SAFETY: reading the transaction counter is always allowed.
-        let since = unsafe { pg_sys::ReadNextFullTransactionId() }.value;
-        meta::update(index, |m| {
-            let merging = m.merge_inputs.clone();
-            for r in m.runs.iter_mut().filter(|r| merging.contains(&r.id)) {
+        // What each input gives up: its table t, and with the first table its NULL rows.
+        let retired: Vec<Dead> = inputs
+            .iter()
+            .map(|r| {
                 let mut retired = Run {
                     rows: 0,
                     nulls_head: NO_BLOCK,
                     nulls_pages: 0,
                     tables: vec![Tree::EMPTY; r.tables.len()],
-                    ..r.clone()
+                    ..(*r).clone()
                 };
-                std::mem::swap(&mut retired.tables[t], &mut r.tables[t]);
+                retired.tables[t] = r.tables[t];
+                if nulls.is_some() {
+                    retired.nulls_head = r.nulls_head;
+                    retired.nulls_pages = r.nulls_pages;
+                }
+                retired
+            })
+            .filter(|r| r.tables[t] != Tree::EMPTY || r.nulls_head != NO_BLOCK)
+            .map(Dead::Run)
+            .collect();
+        registry::publish(index, retired, Vec::new(), |m| {
+            let merging = m.merge_inputs.clone();
+            for r in m.runs.iter_mut().filter(|r| merging.contains(&r.id)) {
+                r.tables[t] = Tree::EMPTY;
                 if nulls.is_some() {
                     // The rows (and NULL rows) move to the new run with its first table.
                     r.rows = 0;
-                    retired.nulls_head = std::mem::replace(&mut r.nulls_head, NO_BLOCK);
-                    retired.nulls_pages = std::mem::take(&mut r.nulls_pages);
-                }
-                if retired.tables[t] != Tree::EMPTY || retired.nulls_head != NO_BLOCK {
-                    m.garbage.push(Garbage {
-                        since,
-                        dead: Dead::Run(retired),
-                    });
+                    r.nulls_head = NO_BLOCK;
+                    r.nulls_pages = 0;
                 }
             }
             if let Some((nulls_head, nulls_pages)) = nulls {
@@ -381,19 +409,23 @@ fn continue_by_table(index: pg_sys::Relation, id: u32) -> bool {
             m.runs.sort_by_key(|r| std::cmp::Reverse(r.rows));
         });
         pause::at("merge_table");
-        recycle_now(index);
+        flush_pending_past_limit(index);
     }
 }
 
-/// Runs merged away, as garbage since `since` (0 when only the metapage's size is asked).
-fn runs_as_garbage<'a>(
-    runs: impl Iterator<Item = &'a Run> + 'a,
-    since: u64,
-) -> impl Iterator<Item = Garbage> + 'a {
-    runs.map(move |r| Garbage {
-        since,
-        dead: Dead::Run(r.clone()),
-    })
+/// Writes the pending list as a run of its own if it holds `pending_limit` rows (between
+/// the tables of a long merge, so that inserts never wait for all of it).
+fn flush_pending_past_limit(index: pg_sys::Relation) {
+    let limit = options::of(index).pending_limit as u64;
+    let m = meta::read(index);
+    let rows = m.pending.pages as u64 * page::ENTRIES_PER_PAGE as u64;
+    if m.sealed.id != 0 || rows < limit {
+        return;
+    }
+    seal(index);
+    let m = meta::read(index);
+    let sealed = read_list(index, &m.sealed);
+    merge(index, &m, Vec::new(), Some(sealed));
 }
 
 /// Table `t` of `layout` over the inputs, sorted. Inputs with the same layout give their
@@ -446,86 +478,45 @@ fn for_each_row(
     sealed.iter().for_each(|&(fp, tid)| emit(fp, tid));
 }
 
-/// Puts the pages of garbage that no snapshot can still read into the free space map.
-pub fn recycle(index: pg_sys::Relation) {
-    let m = meta::read(index);
-    let ready: Vec<&Garbage> = m
-        .garbage
-        .iter()
-        .filter(|g| {
-            // SAFETY: a read of the shared horizons; a NULL relation asks the most
-            // conservative one (every database's snapshots).
-            unsafe {
-                pg_sys::GlobalVisCheckRemovableFullXid(
-                    std::ptr::null_mut(),
-                    pg_sys::FullTransactionId { value: g.since },
-                )
-            }
-        })
-        .collect();
-    if ready.is_empty() {
-        return;
-    }
-    let ready: Vec<Garbage> = ready.into_iter().cloned().collect();
-    meta::update(index, |m| m.garbage.retain(|g| !ready.contains(g)));
-    free_pages(index, &ready);
-}
-
-/// Recycles every piece of garbage at once when no scan can be reading any: every scan
-/// pins the interlock page before it reads the metapage and until it ends, so a cleanup lock
-/// on that page (no pin but ours) means that no scan holds an older copy of the metapage,
-/// and scans that start meanwhile read the metapage without the garbage.
-fn recycle_now(index: pg_sys::Relation) {
-    let buffer = page::pin_interlock(index);
-    // SAFETY: our pin on the interlock page; the cleanup lock is only tried.
-    if !unsafe { pg_sys::ConditionalLockBufferForCleanup(buffer) } {
-        unsafe { pg_sys::ReleaseBuffer(buffer) };
-        return;
-    }
-    let interlock = page::Locked { buffer };
-    let mut garbage = Vec::new();
-    meta::update(index, |m| garbage = std::mem::take(&mut m.garbage));
-    drop(interlock);
-    free_pages(index, &garbage);
-}
-
-/// Gives the pages of garbage already dropped from the metapage to the free space map.
-/// (Dropped first: a crash in between leaves pages nothing owns, which VACUUM's sweep
-/// frees; the other order could leave pages in the map that the metapage still counts as
-/// garbage.)
-fn free_pages(index: pg_sys::Relation, garbage: &[Garbage]) {
-    for g in garbage {
-        let blocks = match &g.dead {
-            Dead::Run(r) => run::run_blocks(index, r),
-            Dead::List(l) => run::chain_blocks(index, Kind::Pending, l.id, l.head),
-        };
-        for b in blocks {
-            // SAFETY: an index page no scan can reach any more.
-            unsafe { pg_sys::RecordFreeIndexPage(index, b) };
-        }
-    }
-    // SAFETY: the index is open.
-    unsafe { pg_sys::IndexFreeSpaceMapVacuum(index) };
-}
-
 /// Sets free pages aside for the pending list (inserts then reuse space without searching
 /// the free space map, where a merge could take the same page).
 fn refill_spare(index: pg_sys::Relation) {
     let m = meta::read(index);
     let per_list = options::of(index).pending_limit as usize / page::ENTRIES_PER_PAGE + 1;
     // Enough for the list to grow to where inserters wait for the merge (see `insert`).
-    let want = ((insert::STALL_AFTER_LIMITS as usize + 1) * per_list)
+    let want = ((STALL_AFTER_LIMITS as usize + 1) * per_list)
         .min(MAX_SPARE)
         .saturating_sub(m.spare.len());
-    let mut out = PageWriter::for_merge(index, &m);
+    let mut out = PageWriter::for_merge(index);
     let blocks: Vec<u32> = (0..want).map_while(|_| out.take_free()).collect();
     if !blocks.is_empty() {
-        meta::update(index, |m| m.spare.extend(&blocks));
+        meta::update(index, |m| {
+            for &b in &blocks {
+                m.spare.push(b);
+                if !meta::fits(m) {
+                    // Runs come first; the pages stay in the free space map.
+                    m.spare.pop();
+                    break;
+                }
+            }
+        });
     }
 }
 
+/// A pending list this many times `pending_limit` makes inserters wait for a merge (see
+/// `insert::stall`).
+pub const STALL_AFTER_LIMITS: u64 = 4;
+
 /// The most spare pages the metapage keeps.
 const MAX_SPARE: usize = 256;
+
+/// The pages to look at for reuse: all but the metapage and block 1 (the registry's).
+fn reusable_blocks(index: pg_sys::Relation) -> std::ops::Range<u32> {
+    // SAFETY: the index is open.
+    let blocks =
+        unsafe { pg_sys::RelationGetNumberOfBlocksInFork(index, pg_sys::ForkNumber::MAIN_FORKNUM) };
+    REGISTRY_BLOCK + 1..blocks
+}
 
 /// Frees the pages of the run `meta.merging` in tables it has not published (what an
 /// interrupted merge table by table had written of its next table), stamping each as free
@@ -535,9 +526,8 @@ fn release_unwritten_tables(index: pg_sys::Relation, meta: &Meta) {
         return;
     };
     let main = pg_sys::ForkNumber::MAIN_FORKNUM;
-    // SAFETY: the index is open; we hold the merge lock, so no merge writes meanwhile.
-    let blocks = unsafe { pg_sys::RelationGetNumberOfBlocksInFork(index, main) };
-    for block in page::INTERLOCK_BLOCK + 1..blocks {
+    // We hold the merge lock, so no merge writes meanwhile.
+    for block in reusable_blocks(index) {
         pgrx::check_for_interrupts!();
         let locked = page::Locked::read(index, main, block, pg_sys::BUFFER_LOCK_EXCLUSIVE);
         // SAFETY: a locked page of the index.
@@ -562,31 +552,24 @@ fn release_unwritten_tables(index: pg_sys::Relation, meta: &Meta) {
     unsafe { pg_sys::IndexFreeSpaceMapVacuum(index) };
 }
 
-/// VACUUM's sweep: frees every page the metapage does not count as in use (left by a merge
-/// a crash or an ERROR interrupted, or already free); returns how many. The caller holds the merge lock, so no
-/// merge is writing pages meanwhile; inserters only extend the index, and hold the
-/// extension lock until the page they add is locked, so a new page is waited for.
+/// VACUUM's sweep: frees every page that neither the metapage nor the registry counts as in
+/// use (left by a merge a crash or an ERROR interrupted, or already free), and takes pages
+/// in use out of the free space map (which is not crash-safe: after a crash it may list a
+/// page a merge took before); returns the pages free. The caller holds the merge lock, so
+/// no merge is writing pages meanwhile; inserters only take spare pages or extend the
+/// index, and hold the extension lock until the page they add is locked, so a new page is
+/// waited for.
 pub fn sweep(index: pg_sys::Relation) -> u32 {
-    let m = meta::read(index);
+    let in_use = InUse::read(index);
     let main = pg_sys::ForkNumber::MAIN_FORKNUM;
-    // SAFETY: the index is open.
-    let blocks = unsafe { pg_sys::RelationGetNumberOfBlocksInFork(index, main) };
     let mut freed = 0;
-    // Spare pages are free but set aside; one an inserter takes meanwhile gets a live owner.
-    for block in (page::INTERLOCK_BLOCK + 1..blocks).filter(|b| !m.spare.contains(b)) {
+    for block in reusable_blocks(index) {
         // SAFETY: may sleep and checks for interrupts; no lock of ours is held here.
         unsafe { pg_sys::vacuum_delay_point() };
         let free = |_: ()| {
             let locked = page::Locked::read(index, main, block, pg_sys::BUFFER_LOCK_SHARE);
             // SAFETY: a locked page of the index.
-            unsafe {
-                if page::is_new(locked.page()) {
-                    None
-                } else {
-                    let (owner, table) = page::usage(locked.page());
-                    Some(!m.in_use(owner, table))
-                }
-            }
+            unsafe { (!page::is_new(locked.page())).then(|| in_use.is_free(block, locked.page())) }
         };
         let is_free = match free(()) {
             Some(f) => f,
@@ -601,10 +584,14 @@ pub fn sweep(index: pg_sys::Relation) -> u32 {
                 free(()).unwrap_or(true)
             }
         };
-        if is_free {
-            // SAFETY: a page nothing refers to.
-            unsafe { pg_sys::RecordFreeIndexPage(index, block) };
-            freed += 1;
+        // SAFETY: the index is open; the map is only advice, and every taker checks.
+        unsafe {
+            if is_free {
+                pg_sys::RecordFreeIndexPage(index, block);
+                freed += 1;
+            } else if pg_sys::GetRecordedFreeSpace(index, block) > 0 {
+                pg_sys::RecordUsedIndexPage(index, block);
+            }
         }
     }
     // SAFETY: the index is open.

@@ -17,11 +17,6 @@ use pgrx::pg_sys;
 use std::mem::size_of;
 
 pub const META_BLOCK: pg_sys::BlockNumber = 0;
-/// A page with no contents that every scan keeps pinned from before it reads the metapage
-/// to its end: a merge that gets a cleanup lock on it knows that no scan holds an older copy
-/// of the metapage, and may reuse the pages that copy named at once (see `merge`). Inserts
-/// never touch it, so they do not stand in the way.
-pub const INTERLOCK_BLOCK: pg_sys::BlockNumber = 1;
 /// Identifies our pages to tools such as pg_filedump (contrib/bloom uses 0xFF83).
 const PAGE_ID: u16 = 0xFF8B;
 
@@ -32,7 +27,9 @@ pub enum Kind {
     Table = 2,
     Pending = 3,
     Directory = 4,
-    Interlock = 5,
+    /// Block 1 and the pages chained after it: the garbage not yet recycled (`registry`).
+    /// (Format 2 had an empty "interlock" page of this kind at block 1.)
+    Registry = 5,
     /// A page given back, stamped so that it cannot pass for a page of its former owner.
     Free = 6,
 }
@@ -139,7 +136,7 @@ pub unsafe fn kind(page: pg_sys::Page) -> Kind {
             2 => Kind::Table,
             3 => Kind::Pending,
             4 => Kind::Directory,
-            5 => Kind::Interlock,
+            5 => Kind::Registry,
             6 => Kind::Free,
             other => pgrx::error!("hamming index page has unknown kind {other}"),
         }
@@ -311,17 +308,73 @@ pub fn read_owned(index: pg_sys::Relation, block: u32, kind: Kind, owner: u32) -
     locked
 }
 
-/// Pins the interlock page (see `INTERLOCK_BLOCK`); the caller releases the pin with
-/// `ReleaseBuffer`.
-pub fn pin_interlock(index: pg_sys::Relation) -> pg_sys::Buffer {
-    // SAFETY: block 1 of an open index of ours, only pinned.
+/// Appends `bytes` after the used contents of an exclusively locked page, and logs it as
+/// a generic WAL record built here rather than by GenericXLog: the record GenericXLog
+/// would write for this change (two fragments, the new `pd_lower` and the bytes), which
+/// PostgreSQL's own `generic_redo` replays, but without GenericXLog's copy of the page
+/// and byte-by-byte comparison of its used part. That comparison is what made an append
+/// cost several microseconds on a full page; this costs what a btree insertion's record
+/// does. The caller checked that the bytes fit.
+///
+/// ```text
+///  fragment (generic_xlog.c's delta format): offset u16 | length u16 | data
+///  [ 12 | 2 | new pd_lower ] [ old pd_lower | len(bytes) | bytes ]
+/// ```
+pub fn append_logged(index: pg_sys::Relation, locked: &Locked, bytes: &[u8]) {
+    const PD_LOWER_AT: u16 = std::mem::offset_of!(pg_sys::PageHeaderData, pd_lower) as u16;
+    let page = locked.page();
+    // SAFETY: the page is ours and exclusively locked; the critical section holds no
+    // allocation and nothing that can ERROR (an ERROR there would leave the buffer changed
+    // and unlogged, so PostgreSQL makes it a PANIC).
     unsafe {
-        pg_sys::ReadBufferExtended(
-            index,
-            pg_sys::ForkNumber::MAIN_FORKNUM,
-            INTERLOCK_BLOCK,
-            pg_sys::ReadBufferMode::RBM_NORMAL,
-            std::ptr::null_mut(),
-        )
+        let at = (*header(page)).pd_lower;
+        let len = bytes.len() as u16;
+        debug_assert!(at as usize + bytes.len() <= (*header(page)).pd_upper as usize);
+        let new_lower = at + len;
+        let mut delta = [0u8; 10 + CONTENTS];
+        let mut put = |at: usize, v: u16| delta[at..at + 2].copy_from_slice(&v.to_ne_bytes());
+        put(0, PD_LOWER_AT);
+        put(2, 2);
+        put(4, new_lower);
+        put(6, at);
+        put(8, len);
+        delta[10..10 + bytes.len()].copy_from_slice(bytes);
+        let delta = &delta[..10 + bytes.len()];
+        let needs_wal = relation_needs_wal(index);
+
+        pg_sys::CritSectionCount += 1;
+        std::ptr::copy_nonoverlapping(
+            bytes.as_ptr(),
+            page.add(at as usize) as *mut u8,
+            bytes.len(),
+        );
+        (*header(page)).pd_lower = new_lower;
+        pg_sys::MarkBufferDirty(locked.buffer);
+        if needs_wal {
+            pg_sys::XLogBeginInsert();
+            pg_sys::XLogRegisterBuffer(0, locked.buffer, pg_sys::REGBUF_STANDARD as u8);
+            pg_sys::XLogRegisterBufData(0, delta.as_ptr() as *mut _, delta.len() as i32);
+            let lsn = pg_sys::XLogInsert(pg_sys::RmgrIds::RM_GENERIC_ID as u8, 0);
+            (*header(page)).pd_lsn = pg_sys::PageXLogRecPtr {
+                xlogid: (lsn >> 32) as u32,
+                xrecoff: lsn as u32,
+            };
+        }
+        pg_sys::CritSectionCount -= 1;
+    }
+}
+
+/// `InvalidSubTransactionId`.
+const INVALID_SUBXACT: pg_sys::SubTransactionId = 0;
+
+/// `RelationNeedsWAL()`: what GenericXLogStart asks to decide whether to log.
+unsafe fn relation_needs_wal(index: pg_sys::Relation) -> bool {
+    unsafe {
+        let permanent = (*(*index).rd_rel).relpersistence == pg_sys::RELPERSISTENCE_PERMANENT as i8;
+        let wal_needed = pg_sys::wal_level >= pg_sys::WalLevel::WAL_LEVEL_REPLICA as i32;
+        permanent
+            && (wal_needed
+                || ((*index).rd_createSubid == INVALID_SUBXACT
+                    && (*index).rd_firstRelfilenodeSubid == INVALID_SUBXACT))
     }
 }

@@ -45,7 +45,7 @@ pub fn at(point: &str) {
     // SAFETY: the advisory lock tag of pg_advisory_lock(bigint), taken and released at once
     // (transaction-level, so an ERROR while waiting releases it too).
     unsafe {
-        let mut tag = pg_sys::LOCKTAG {
+        let tag = pg_sys::LOCKTAG {
             locktag_field1: pg_sys::MyDatabaseId.to_u32(),
             locktag_field2: (PAUSE_KEY >> 32) as u32,
             locktag_field3: PAUSE_KEY as u32,
@@ -54,7 +54,7 @@ pub fn at(point: &str) {
             locktag_lockmethodid: pg_sys::USER_LOCKMETHOD as u8,
         };
         let mode = pg_sys::ExclusiveLock as pg_sys::LOCKMODE;
-        pg_sys::LockAcquire(&mut tag, mode, false, false);
-        pg_sys::LockRelease(&mut tag, mode, false);
+        pg_sys::LockAcquire(&tag, mode, false, false);
+        pg_sys::LockRelease(&tag, mode, false);
     }
 }

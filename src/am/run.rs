@@ -6,10 +6,12 @@
 //! Pages are filled in memory and written whole, one at a time, so that no buffer lock is
 //! held between pages: a held lock holds off interrupts, and writing a run takes long.
 
+use super::meta;
 use super::page::{self, Kind, Locked, Role, Xlog};
+use super::registry::{Registry, REGISTRY_BLOCK};
 use neardup_core::index_page::{
-    child_for, children, entries, write_child, Entry, Meta, Run, Tid, Tree, CHILDREN_PER_PAGE,
-    CHILD_SIZE, ENTRY_SIZE, NO_BLOCK,
+    child_for, children, entries, write_child, Entry, Garbage, Meta, Run, Tid, Tree,
+    CHILDREN_PER_PAGE, CHILD_SIZE, ENTRY_SIZE, NO_BLOCK,
 };
 use neardup_core::permuted::Layout;
 use pgrx::pg_sys;
@@ -23,10 +25,42 @@ pub struct PageWriter {
     merge: Option<InUse>,
 }
 
-/// The metapage as the merge began: what makes a page not free (`Meta::in_use`, and the
-/// spare pages).
-struct InUse {
+/// What makes a page not free, as the holder of the merge lock sees it: the metapage
+/// (`Meta::in_use`, the spare pages) and the registry (its garbage, and its own pages).
+pub struct InUse {
     meta: Meta,
+    garbage: Vec<Garbage>,
+}
+
+impl InUse {
+    /// Read under the merge lock: no one else changes the registry or frees pages then.
+    pub fn read(index: pg_sys::Relation) -> InUse {
+        InUse {
+            meta: meta::read(index),
+            garbage: Registry::load(index).garbage(),
+        }
+    }
+
+    /// Whether `page` (block `block`, locked) may be reused. The free space map is only
+    /// advice: it is not crash-safe, and may list a page a merge took before a crash.
+    ///
+    /// # Safety
+    /// `page` is a pinned and locked page of the index.
+    pub unsafe fn is_free(&self, block: u32, page: pg_sys::Page) -> bool {
+        if block <= REGISTRY_BLOCK || self.meta.spare.contains(&block) {
+            return false;
+        }
+        unsafe {
+            page::is_new(page)
+                || match page::kind(page) {
+                    Kind::Meta | Kind::Registry => false,
+                    _ => {
+                        let (owner, table) = page::usage(page);
+                        !self.meta.in_use(&self.garbage, owner, table)
+                    }
+                }
+        }
+    }
 }
 
 impl PageWriter {
@@ -38,12 +72,12 @@ impl PageWriter {
         }
     }
 
-    /// For a merge, under the merge lock, with the metapage as it is now.
-    pub fn for_merge(index: pg_sys::Relation, meta: &Meta) -> PageWriter {
+    /// For a merge, under the merge lock.
+    pub fn for_merge(index: pg_sys::Relation) -> PageWriter {
         PageWriter {
             index,
             fork: pg_sys::ForkNumber::MAIN_FORKNUM,
-            merge: Some(InUse { meta: meta.clone() }),
+            merge: Some(InUse::read(index)),
         }
     }
 
@@ -56,20 +90,9 @@ impl PageWriter {
             if block == pg_sys::InvalidBlockNumber {
                 return None;
             }
-            if block <= page::INTERLOCK_BLOCK || in_use.meta.spare.contains(&block) {
-                continue;
-            }
-            // The FSM is not crash-safe: a page it lists may have been reused before a crash.
-            // Only a page the metapage does not count as in use is free.
             let locked = Locked::read(self.index, self.fork, block, pg_sys::BUFFER_LOCK_SHARE);
             // SAFETY: a locked page of the index.
-            let free = unsafe {
-                page::is_new(locked.page()) || {
-                    let (owner, table) = page::usage(locked.page());
-                    !in_use.meta.in_use(owner, table)
-                }
-            };
-            if free {
+            if unsafe { in_use.is_free(block, locked.page()) } {
                 return Some(block);
             }
         }

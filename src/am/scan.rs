@@ -19,9 +19,9 @@
 //! run or list the scan's metapage names (see `page::read_owned`).
 
 use super::build::item_pointer;
-use super::insert_buffer;
 use super::meta;
 use super::page::{self, Kind};
+use super::registry;
 use super::run;
 use crate::hamming_query::batch;
 use crate::hamming_query::HammingBall;
@@ -214,10 +214,11 @@ fn for_each_row_in(rows: &[Row], mut emit: impl FnMut(Row)) {
 /// - directory pages never change once written (VACUUM only removes leaf entries, so the
 ///   first keys they hold stay lower bounds: a descent cannot skip a match).
 struct ScanCache {
-    /// The interlock page, pinned before the metapage was read and for as long as the scan
-    /// may read what this copy of it names: merges reuse pages at once only when no scan
-    /// pins it (`page::INTERLOCK_BLOCK`). Released by `release` (amendscan, or a non-MVCC
-    /// fetch that reads the metapage anew); after an ERROR, the resource owner releases it.
+    /// Block 1, pinned before the metapage was read and for as long as the scan may read
+    /// what this copy of it names: a merge recycles garbage before the horizon allows only
+    /// when no scan pins it (`registry::no_scan_holds_an_older_metapage`). Released by
+    /// `release` (amendscan, or a non-MVCC fetch that reads the metapage anew); after an
+    /// ERROR, the resource owner releases it.
     pin: pg_sys::Buffer,
     meta: Meta,
     /// The layout of each run.
@@ -234,7 +235,7 @@ struct ScanCache {
 
 impl ScanCache {
     fn new(index: pg_sys::Relation) -> ScanCache {
-        let pin = page::pin_interlock(index);
+        let pin = registry::pin(index);
         let meta = meta::read(index);
         let layouts = meta.runs.iter().map(|r| meta::layout(&meta, r)).collect();
         ScanCache {
@@ -485,13 +486,14 @@ pub unsafe extern "C-unwind" fn amgetbitmap(
 #[pg_guard]
 pub unsafe extern "C-unwind" fn amendscan(scan: pg_sys::IndexScanDesc) {
     // SAFETY: opaque was set by ambeginscan. The state itself is freed with the scan's
-    // memory context; the metapage's pin is released here, not on drop (after an ERROR the
-    // resource owner has released it before the context goes).
+    // memory context; the pin is released here, not on drop (after an ERROR the resource
+    // owner has released it before the context goes), and what the scan read goes now.
     unsafe {
         let state = &mut *((*scan).opaque as *mut ScanState);
         if let Some(cache) = state.cache.as_mut() {
             cache.release();
         }
+        *state = ScanState::default();
     }
 }
 
@@ -858,10 +860,8 @@ fn for_each_run_null(
     }
 }
 
-/// The pending rows: the open list, the sealed one being written as a run, and the rows
-/// this backend holds back (`insert_buffer`).
+/// The pending rows: the open list and the sealed one being written as a run.
 fn for_each_pending(index: pg_sys::Relation, meta: &Meta, mut emit: impl FnMut(Option<u64>, Tid)) {
-    insert_buffer::for_each(index, |e| emit(e.fingerprint(), e.heap_tid()));
     for list in [&meta.pending, &meta.sealed] {
         if list.id != 0 {
             run::for_each_pending(index, list.id, list.head, |e| {

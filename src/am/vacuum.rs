@@ -1,26 +1,91 @@
 //! VACUUM.
 //!
-//! `ambulkdelete` removes the entries of dead heap tuples from every page of every run and
-//! pending list: every table, not only table 0, since a VACUUM interrupted by a crash may
-//! have cleaned some tables and not others, and the next one must still find the leftovers
-//! before their TIDs are reused. Pages are compacted in place, each in its own GenericXLog
-//! record; sorted order is kept, so lookups stay valid throughout. It holds the merge lock,
-//! so that no merge copies an entry it is removing; the runs' row counts in the metapage are
-//! set to what remains, and runs with no row left become garbage.
+//! `ambulkdelete` removes the entries of dead heap tuples from every leaf of every table of
+//! every run, from the runs' NULL rows and from the pending lists: every table, not only
+//! table 0, since a VACUUM interrupted by a crash may have cleaned some tables and not
+//! others, and the next one must still find the leftovers before their TIDs are reused.
+//! Pages are compacted in place, each in its own WAL record; sorted order is kept, so
+//! lookups stay valid throughout, and a run's row count in the metapage goes down in the
+//! record that removes the rows from its table 0.
+//!
+//! It does not hold the merge lock while it works, so inserts and merges go on. A merge
+//! that read an input page before VACUUM cleaned it copies dead entries into its new run;
+//! so VACUUM goes round again over whatever was published since it looked (new runs, new
+//! tables of a run merged table by table), until a round finds nothing new. That last look
+//! is taken under the merge lock, waiting for a merge in progress: with the lock held no
+//! merge is running, so none holds entries it read before VACUUM cleaned them, and every
+//! later merge reads clean inputs. Entries appended to a pending list after VACUUM began
+//! are never dead to it (the heap scan that collected the dead tuples came first, and a
+//! tuple's inserter appends before it commits or aborts). After `ROUNDS_UNLOCKED` rounds the
+//! last one runs under the lock, so VACUUM ends even under a stream of merges.
 //!
 //! `amvacuumcleanup` then writes the pending list as a run and merges runs as the policy
-//! says (as GIN folds its pending list in on VACUUM), gives the pages of garbage no snapshot
-//! can read any more to the free space map, and sweeps the index for pages nothing owns
-//! (left by a merge a crash interrupted).
+//! says (as GIN folds its pending list in on VACUUM), recycles garbage no snapshot can read
+//! any more, and sweeps the index for pages nothing owns (left by a merge a crash
+//! interrupted).
 
 use super::build::item_pointer;
 use super::merge::{self, MergeLock};
 use super::meta;
 use super::page::{self, Kind, Locked, Xlog, META_BLOCK};
+use super::pause;
+use super::registry;
 use super::run;
-use neardup_core::index_page::{entries, Dead, Garbage, List, Meta, Run, Tid, ENTRY_SIZE};
+use neardup_core::index_page::{entries, Dead, List, Meta, Run, Tid, ENTRY_SIZE, NO_BLOCK};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
+use std::collections::HashMap;
+
+/// Rounds VACUUM makes without the merge lock before it takes the lock for the last one.
+const ROUNDS_UNLOCKED: u32 = 8;
+
+/// A chain of pages holding TIDs, as VACUUM cleans it once: identified by what a merge
+/// changes when it publishes a new one.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Chain {
+    /// The leaves of table `table` of run `owner`, from `first_leaf`.
+    Table {
+        owner: u32,
+        table: u16,
+        first_leaf: u32,
+    },
+    /// The NULL rows of run `owner`.
+    Nulls { owner: u32, head: u32 },
+    /// A pending list (open or sealed): its pages only ever grow at the tail, with entries
+    /// that are not dead to this VACUUM.
+    List { id: u32, head: u32 },
+}
+
+/// The chains a metapage names.
+fn chains(m: &Meta) -> Vec<Chain> {
+    let mut out = Vec::new();
+    for r in &m.runs {
+        for (t, tree) in r.tables.iter().enumerate() {
+            if tree.first_leaf != NO_BLOCK {
+                out.push(Chain::Table {
+                    owner: r.id,
+                    table: t as u16,
+                    first_leaf: tree.first_leaf,
+                });
+            }
+        }
+        if r.nulls_head != NO_BLOCK {
+            out.push(Chain::Nulls {
+                owner: r.id,
+                head: r.nulls_head,
+            });
+        }
+    }
+    for list in lists(m) {
+        if list.head != NO_BLOCK {
+            out.push(Chain::List {
+                id: list.id,
+                head: list.head,
+            });
+        }
+    }
+    out
+}
 
 #[pg_guard]
 pub unsafe extern "C-unwind" fn ambulkdelete(
@@ -34,76 +99,86 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
         let index = (*info).index;
         let stats = stats_or_new(stats);
         let callback = callback.expect("bulk delete callback");
-        let _lock = MergeLock::wait(index);
-        let m = meta::read(index);
         let mut is_dead = |tid: Tid| {
             let mut ip = item_pointer(tid);
             callback(&mut ip, callback_state)
         };
-        let (mut kept, mut removed) = (0u64, 0u64);
-        let mut run_rows = Vec::with_capacity(m.runs.len());
-        for r in &m.runs {
-            // Rows are counted on the pages that hold each once: table 0 and the NULL rows.
-            let mut in_tables = 0;
-            for (t, tree) in r.tables.iter().enumerate() {
-                let counted = (t == 0).then_some(r.id);
-                for block in run::chain_blocks(index, Kind::Table, r.id, tree.first_leaf) {
-                    let (k, gone) = compact(index, block, &mut is_dead, counted);
-                    if t == 0 {
-                        in_tables += k;
-                        removed += gone;
-                    }
+        // What each chain kept, by chain.
+        let mut done: HashMap<Chain, u64> = HashMap::new();
+        let mut removed = 0u64;
+        let mut round = 0;
+        let rows = loop {
+            let mut todo = new_chains(&meta::read(index), &done);
+            let lock = if todo.is_empty() || round >= ROUNDS_UNLOCKED {
+                pause::at("vacuum_pass");
+                let lock = MergeLock::wait(index);
+                todo = new_chains(&meta::read(index), &done);
+                if !todo.is_empty() && round < ROUNDS_UNLOCKED {
+                    continue;
                 }
-            }
-            kept += in_tables;
-            let mut nulls = 0;
-            for block in run::chain_blocks(index, Kind::Pending, r.id, r.nulls_head) {
-                let (k, gone) = compact(index, block, &mut is_dead, None);
-                nulls += k;
-                removed += gone;
-            }
-            kept += nulls;
-            run_rows.push((r.id, in_tables, nulls));
-        }
-        for list in lists(&m) {
-            for block in run::chain_blocks(index, Kind::Pending, list.id, list.head) {
-                let (k, gone) = compact(index, block, &mut is_dead, None);
-                kept += k;
-                removed += gone;
-            }
-        }
-        super::pause::at("vacuum_pass");
-        // SAFETY: reading the transaction counter is always allowed.
-        let since = pg_sys::ReadNextFullTransactionId().value;
-        meta::update(index, |m| {
-            for r in &mut m.runs {
-                if let Some(&(_, rows, _)) = run_rows.iter().find(|(id, ..)| *id == r.id) {
-                    r.rows = rows;
-                }
-            }
-            // A run left with no row at all is only pages: garbage (not during a merge
-            // table by table, whose inputs may have no row left in table 0 by design).
-            let empty = |r: &Run| {
-                run_rows
-                    .iter()
-                    .any(|&(id, rows, nulls)| id == r.id && rows == 0 && nulls == 0)
-                    && r.id != m.merging
-                    && !m.merge_inputs.contains(&r.id)
+                Some(lock)
+            } else {
+                None
             };
-            let (gone, runs): (Vec<Run>, Vec<Run>) = std::mem::take(&mut m.runs)
-                .into_iter()
-                .partition(|r| empty(r));
-            m.runs = runs;
-            m.garbage.extend(gone.into_iter().map(|r| Garbage {
-                since,
-                dead: Dead::Run(r),
-            }));
-        });
+            for chain in todo {
+                let (kept, gone) = compact_chain(index, chain, &mut is_dead);
+                removed += gone;
+                done.insert(chain, kept);
+            }
+            round += 1;
+            if lock.is_some() {
+                drop_empty_runs(index, &done);
+                // Counted under the lock: no merge recycles the pages meanwhile.
+                break count_rows(index, &meta::read(index));
+            }
+        };
         (*stats).tuples_removed += removed as f64;
-        (*stats).num_index_tuples = kept as f64;
+        (*stats).num_index_tuples = rows as f64;
         (*stats).num_pages = blocks(index);
         stats
     }
+}
+
+/// The chains of `m` VACUUM has not cleaned yet.
+fn new_chains(m: &Meta, done: &HashMap<Chain, u64>) -> Vec<Chain> {
+    chains(m)
+        .into_iter()
+        .filter(|c| !done.contains_key(c))
+        .collect()
+}
+
+/// Records as garbage the runs VACUUM left with no row at all (only pages), unless a merge
+/// table by table is moving them (its inputs may have no row left in table 0 by design).
+/// The caller holds the merge lock.
+fn drop_empty_runs(index: pg_sys::Relation, done: &HashMap<Chain, u64>) {
+    let m = meta::read(index);
+    let no_nulls = |r: &Run| {
+        r.nulls_head == NO_BLOCK
+            || done.get(&Chain::Nulls {
+                owner: r.id,
+                head: r.nulls_head,
+            }) == Some(&0)
+    };
+    let empty: Vec<u32> = m
+        .runs
+        .iter()
+        .filter(|r| r.rows == 0 && no_nulls(r))
+        .filter(|r| r.id != m.merging && !m.merge_inputs.contains(&r.id))
+        .map(|r| r.id)
+        .collect();
+    if empty.is_empty() {
+        return;
+    }
+    let dead = m
+        .runs
+        .iter()
+        .filter(|r| empty.contains(&r.id))
+        .cloned()
+        .map(Dead::Run)
+        .collect();
+    registry::publish(index, dead, Vec::new(), |m| {
+        m.runs.retain(|r| !empty.contains(&r.id))
+    });
 }
 
 #[pg_guard]
@@ -123,7 +198,6 @@ pub unsafe extern "C-unwind" fn amvacuumcleanup(
         merge::flush_and_merge(index);
         (*stats).pages_free = merge::sweep(index);
         if !had_stats {
-            // Counted under the merge lock: no merge recycles the pages meanwhile.
             (*stats).num_index_tuples = count_rows(index, &meta::read(index)) as f64;
         }
         (*stats).num_pages = blocks(index);
@@ -151,25 +225,91 @@ fn lists(m: &Meta) -> impl Iterator<Item = &List> {
     [&m.pending, &m.sealed].into_iter().filter(|l| l.id != 0)
 }
 
-/// Removes the entries `dead` names from one page; returns how many remain and how many
-/// went. For a page of table 0 of run `counted`, the run's row count in the metapage goes
-/// down in the same WAL record, so that it stays true if VACUUM stops halfway.
+/// Removes the dead entries from every page of `chain`; returns how many entries remain
+/// and how many went. The walk ends early at a page that is no longer the chain's (merged
+/// away and reused since VACUUM read the metapage: its entries are in the run that
+/// replaced it, which VACUUM cleans in a later round).
+fn compact_chain(
+    index: pg_sys::Relation,
+    chain: Chain,
+    dead: &mut impl FnMut(Tid) -> bool,
+) -> (u64, u64) {
+    let (kind, owner, head, counted) = match chain {
+        Chain::Table {
+            owner,
+            table,
+            first_leaf,
+        } => (
+            Kind::Table,
+            owner,
+            first_leaf,
+            (table == 0).then_some(owner),
+        ),
+        Chain::Nulls { owner, head } => (Kind::Pending, owner, head, None),
+        Chain::List { id, head } => (Kind::Pending, id, head, None),
+    };
+    let (mut kept, mut gone) = (0, 0);
+    let mut block = head;
+    while block != NO_BLOCK {
+        match compact(index, block, kind, owner, dead, counted) {
+            Some((k, g, next)) => {
+                kept += k;
+                gone += g;
+                block = next;
+            }
+            None => break,
+        }
+    }
+    (kept, gone)
+}
+
+/// Removes the entries `dead` names from one page, if it is still a page of `kind` owned by
+/// `owner`; returns how many remain, how many went, and the next block. For a page of
+/// table 0 of run `counted`, the run's row count in the metapage goes down in the same WAL
+/// record, so that it stays true if VACUUM stops halfway.
 fn compact(
     index: pg_sys::Relation,
     block: u32,
+    kind: Kind,
+    owner: u32,
     dead: &mut impl FnMut(Tid) -> bool,
     counted: Option<u32>,
-) -> (u64, u64) {
+) -> Option<(u64, u64, u32)> {
     // SAFETY: vacuum_delay_point may sleep, and checks for interrupts; no lock of ours is
     // held here.
     unsafe { pg_sys::vacuum_delay_point() };
     let main = pg_sys::ForkNumber::MAIN_FORKNUM;
+    let ours = |locked: &Locked| {
+        // SAFETY: a locked page of the index.
+        unsafe {
+            !page::is_new(locked.page())
+                && page::kind(locked.page()) == kind
+                && page::owner(locked.page()) == owner
+        }
+    };
+    // A look under a share lock first: most pages hold no dead entry, and need neither an
+    // exclusive lock nor the metapage's.
+    {
+        let locked = Locked::read(index, main, block, pg_sys::BUFFER_LOCK_SHARE);
+        if !ours(&locked) {
+            return None;
+        }
+        // SAFETY: a locked page of ours.
+        let (contents, next) =
+            unsafe { (page::contents(locked.page()), page::next(locked.page())) };
+        if !entries(contents).any(|e| dead(e.heap_tid())) {
+            return Some(((contents.len() / ENTRY_SIZE) as u64, 0, next));
+        }
+    }
     // The metapage before the page, as inserts lock them.
     let metapage =
         counted.map(|_| Locked::read(index, main, META_BLOCK, pg_sys::BUFFER_LOCK_EXCLUSIVE));
     let locked = Locked::read(index, main, block, pg_sys::BUFFER_LOCK_EXCLUSIVE);
+    if !ours(&locked) {
+        return None;
+    }
     // SAFETY: an exclusively locked page of ours.
-    let contents = unsafe { page::contents(locked.page()) };
+    let (contents, next) = unsafe { (page::contents(locked.page()), page::next(locked.page())) };
     let keep: Vec<bool> = entries(contents).map(|e| !dead(e.heap_tid())).collect();
     let kept = keep.iter().filter(|&&k| k).count();
     let gone = keep.len() - kept;
@@ -189,13 +329,13 @@ fn compact(
                 let mut m = meta::decode(metapage.page());
                 if let Some(r) = m.runs.iter_mut().find(|r| r.id == id) {
                     r.rows = r.rows.saturating_sub(gone as u64);
+                    meta::encode(xlog.register(metapage, false), &m);
                 }
-                meta::encode(xlog.register(metapage, false), &m);
             }
         }
         xlog.finish();
     }
-    (kept as u64, gone as u64)
+    Some((kept as u64, gone as u64, next))
 }
 
 /// Rows in the index: the runs' rows (counted by the last VACUUM or merge), their NULL rows
