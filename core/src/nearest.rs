@@ -1,75 +1,144 @@
 //! Exact nearest-first order by Hamming distance in bounded memory, for `ORDER BY fp <~> q`
 //! past the distances an index answers by lookup.
 //!
-//! Distances between 64-bit fingerprints take only 65 values, so ordering by distance needs
-//! no comparison sort: one pass over the rows drops each into the bucket of its distance.
-//! Keeping every bucket would hold the whole table, though, and a `LIMIT 10` consumer reads
-//! only the first few. A [`NearestPass`] therefore keeps the buckets from a starting
-//! distance up to the first one at which a running count reaches a target, and only counts
-//! the rows beyond: as rows arrive, the largest kept bucket is dropped whenever the buckets
-//! below it already hold the target. What a pass keeps is complete for its distances, so
-//! the caller returns it and, only if the consumer wants more, makes another pass starting
-//! one distance further. Memory stays under the target plus one bucket (the farthest kept,
-//! which may hold many rows at one distance).
+//! Distances between 64-bit fingerprints take only 65 values (and NULL, kept in a bucket of
+//! its own after them), so ordering by distance needs no comparison sort: one pass over the
+//! rows drops each into the bucket of its distance. Keeping every bucket would hold the
+//! whole table, though, and a `LIMIT 10` consumer reads only the first few. A
+//! [`NearestPass`] therefore keeps the buckets from a starting point up to the first one at
+//! which a running count reaches a target, and only counts the rows beyond: as rows arrive,
+//! the largest kept bucket is dropped whenever the buckets below it already hold the
+//! target. The farthest kept bucket may still hold many rows at one distance (duplicates):
+//! past twice what the pass needs of it, it keeps only the first rows in the caller's order
+//! within a distance (the TID), and the pass ends inside that distance. What a pass keeps
+//! is complete up to where it ends, so the caller returns it and, only if the consumer
+//! wants more, makes another pass starting just after it. Memory stays under twice the
+//! target.
 
 use crate::index_page::{Entry, ENTRY_SIZE};
 use crate::simhash::hamming;
+use std::cmp::Ordering;
 
 /// The largest Hamming distance between two 64-bit fingerprints.
 pub const MAX_DISTANCE: u32 = 64;
 
-/// One pass's selection of the rows nearest to a query from `from` on (nearer ones were
-/// returned by earlier passes and are ignored).
-pub struct NearestPass<T> {
-    from: u32,
+/// The bucket of rows whose distance is NULL (a NULL fingerprint or query): after all.
+pub const NULL_BUCKET: u32 = MAX_DISTANCE + 1;
+
+/// A bucket is cut to what the pass needs of it once it holds twice that, and at least this
+/// many rows (sorting a bucket of a few rows again and again would cost more than it saves).
+const FEWEST_TO_CUT: usize = 64;
+
+/// Where a pass starts: at `distance`, after the row `after` of that distance (in the
+/// pass's order within a distance) when an earlier pass ended inside it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Start<T> {
+    pub distance: u32,
+    pub after: Option<T>,
+}
+
+impl<T> Start<T> {
+    /// The start of a distance's bucket.
+    pub fn at(distance: u32) -> Start<T> {
+        Start {
+            distance,
+            after: None,
+        }
+    }
+}
+
+/// One pass's selection of the rows nearest to a query from its start on (nearer ones
+/// were returned by earlier passes and are ignored). `order` orders rows of one distance.
+pub struct NearestPass<T, C> {
+    start: Start<T>,
     /// The largest distance still kept; only shrinks during a pass.
     cutoff: u32,
+    /// When the cutoff's bucket was cut: its last row kept (rows after it are not).
+    bound: Option<T>,
     target: usize,
-    /// Indexed by distance; only `from..=cutoff` ever hold rows.
+    /// Indexed by distance; only `start.distance..=cutoff` ever hold rows.
     buckets: Vec<Vec<T>>,
     /// Rows kept at distances below `cutoff`.
     below_cutoff: usize,
-    /// Rows at distances beyond `cutoff`: offered past it, or dropped with a bucket.
+    /// Rows after where the pass ends: offered past it, or dropped with a bucket.
     beyond: u64,
+    order: C,
 }
 
-impl<T> NearestPass<T> {
-    /// A pass keeping the rows at distances from `from` until about `target` are kept
-    /// (`target` 0 counts as 1).
-    pub fn new(from: u32, target: usize) -> NearestPass<T> {
+impl<T: Clone, C: Fn(&T, &T) -> Ordering> NearestPass<T, C> {
+    /// A pass keeping the rows from `start` on until about `target` are kept (`target` 0
+    /// counts as 1).
+    pub fn new(start: Start<T>, target: usize, order: C) -> NearestPass<T, C> {
         NearestPass {
-            from,
-            cutoff: MAX_DISTANCE,
+            cutoff: NULL_BUCKET.max(start.distance),
+            start,
+            bound: None,
             target: target.max(1),
-            buckets: (0..=MAX_DISTANCE).map(|_| Vec::new()).collect(),
+            buckets: (0..=NULL_BUCKET).map(|_| Vec::new()).collect(),
             below_cutoff: 0,
             beyond: 0,
+            order,
         }
     }
 
-    /// Offers a row at `distance`; `row` is called only if the row is kept, so a caller can
-    /// skip decoding the rows most passes reject.
+    /// Offers a row at `distance` (`NULL_BUCKET` for a NULL one); `row` is called only if
+    /// the row may be kept, so a caller can skip decoding the rows most passes reject.
     #[inline]
     pub fn offer(&mut self, distance: u32, row: impl FnOnce() -> T) {
-        if distance < self.from {
+        if distance < self.start.distance {
             return;
         }
         if distance > self.cutoff {
             self.beyond += 1;
             return;
         }
-        self.buckets[distance as usize].push(row());
+        let row = row();
+        if distance == self.start.distance
+            && self
+                .start
+                .after
+                .as_ref()
+                .is_some_and(|after| (self.order)(&row, after) != Ordering::Greater)
+        {
+            return;
+        }
+        if distance == self.cutoff
+            && self
+                .bound
+                .as_ref()
+                .is_some_and(|bound| (self.order)(&row, bound) == Ordering::Greater)
+        {
+            self.beyond += 1;
+            return;
+        }
+        self.buckets[distance as usize].push(row);
         if distance < self.cutoff {
             self.below_cutoff += 1;
         }
         // The buckets below the cutoff suffice: the cutoff's own is no longer needed.
-        while self.cutoff > self.from && self.below_cutoff >= self.target {
+        while self.cutoff > self.start.distance && self.below_cutoff >= self.target {
             let dropped = &mut self.buckets[self.cutoff as usize];
             self.beyond += dropped.len() as u64;
             *dropped = Vec::new();
+            self.bound = None;
             self.cutoff -= 1;
             self.below_cutoff -= self.buckets[self.cutoff as usize].len();
         }
+        self.cut_the_cutoff_bucket();
+    }
+
+    /// Keeps only the first rows of the cutoff's bucket that the pass needs, once it holds
+    /// twice that many: the pass then ends inside that distance.
+    fn cut_the_cutoff_bucket(&mut self) {
+        let need = self.target.saturating_sub(self.below_cutoff).max(1);
+        let bucket = &mut self.buckets[self.cutoff as usize];
+        if bucket.len() < 2 * need.max(FEWEST_TO_CUT) {
+            return;
+        }
+        bucket.sort_unstable_by(&self.order);
+        self.beyond += (bucket.len() - need) as u64;
+        bucket.truncate(need);
+        self.bound = bucket.last().cloned();
     }
 
     /// Offers every entry of an index page's `contents` (see [`crate::index_page`]). The
@@ -89,47 +158,36 @@ impl<T> NearestPass<T> {
         }
     }
 
-    /// Ends the pass: every row at distances `from..=to` of the ones offered.
+    /// Ends the pass: the rows it kept, in order.
     pub fn finish(self) -> Selected<T> {
-        let to = self.cutoff.max(self.from).min(MAX_DISTANCE);
-        let buckets = self
+        let from = self.start.distance;
+        let to = self.cutoff;
+        let order = self.order;
+        let rows = self
             .buckets
             .into_iter()
-            .skip(self.from as usize)
-            .take((to + 1).saturating_sub(self.from) as usize)
+            .skip(from as usize)
+            .take((to + 1).saturating_sub(from) as usize)
+            .flat_map(|mut bucket| {
+                bucket.sort_unstable_by(&order);
+                bucket
+            })
             .collect();
-        Selected {
-            to,
-            buckets,
-            beyond: self.beyond,
-        }
+        let next = match self.bound {
+            Some(after) => Some(Start {
+                distance: to,
+                after: Some(after),
+            }),
+            None => (self.beyond > 0).then(|| Start::at(to + 1)),
+        };
+        Selected { rows, next }
     }
 }
 
-/// What a pass kept: every row at distances `from..=to`, by distance.
+/// What a pass kept, nearest first, and where the next pass starts if any row is left.
 pub struct Selected<T> {
-    pub to: u32,
-    /// One bucket per distance from `from` on.
-    buckets: Vec<Vec<T>>,
-    /// Rows beyond `to`, left for later passes.
-    pub beyond: u64,
-}
-
-impl<T> Selected<T> {
-    /// The distance the next pass starts from, if any row is left for it.
-    pub fn next_from(&self) -> Option<u32> {
-        (self.beyond > 0).then_some(self.to + 1)
-    }
-
-    /// The kept rows nearest first, rows at one distance in `tie_break` order.
-    pub fn into_order(self, mut tie_break: impl FnMut(&T, &T) -> std::cmp::Ordering) -> Vec<T> {
-        let mut rows = Vec::with_capacity(self.buckets.iter().map(Vec::len).sum());
-        for mut bucket in self.buckets {
-            bucket.sort_unstable_by(&mut tie_break);
-            rows.append(&mut bucket);
-        }
-        rows
-    }
+    pub rows: Vec<T>,
+    pub next: Option<Start<T>>,
 }
 
 /// The target of pass number `pass` (from 0): `first`, doubled at every pass up to `cap`.
@@ -203,7 +261,7 @@ mod tests {
     }
 
     /// The whole order through passes of the given targets, checking after every row that
-    /// a pass holds fewer than its target below its boundary bucket.
+    /// a pass holds at most twice its target (and its cut's minimum).
     fn order_by_passes(
         fps: &[u64],
         q: u64,
@@ -212,20 +270,22 @@ mod tests {
         cap: usize,
     ) -> Vec<(u32, u32)> {
         let mut order = Vec::new();
-        let mut next = Some(from);
+        let mut next = Some(Start::at(from));
         let mut pass_number = 0;
-        while let Some(from) = next {
+        while let Some(start) = next {
             let target = pass_target(pass_number, first, cap);
-            let mut pass = NearestPass::new(from, target);
+            let mut pass = NearestPass::new(start, target, |a: &(u32, u32), b| a.1.cmp(&b.1));
             for (i, &fp) in fps.iter().enumerate() {
                 pass.offer(hamming(fp, q), || (hamming(fp, q), i as u32));
-                assert!(pass.below_cutoff < target || pass.cutoff == from);
+                let kept: usize = pass.buckets.iter().map(Vec::len).sum();
+                assert!(kept <= 2 * target.max(FEWEST_TO_CUT) + pass.below_cutoff);
+                assert!(pass.below_cutoff < target || pass.cutoff == pass.start.distance);
             }
             let selected = pass.finish();
-            next = selected.next_from();
-            order.extend(selected.into_order(|a, b| a.1.cmp(&b.1)));
+            next = selected.next;
+            order.extend(selected.rows);
             pass_number += 1;
-            assert!(pass_number <= 70, "passes never end");
+            assert!(pass_number <= 70 + fps.len() as u32, "passes never end");
         }
         order
     }
@@ -260,6 +320,24 @@ mod tests {
     }
 
     #[test]
+    fn crowded_distances_are_cut_and_taken_up_where_a_pass_ended() {
+        // 5000 duplicates of one fingerprint at distance 2, 3000 at distance 0, a few
+        // others: every bucket is far larger than a pass may keep.
+        let q = 0u64;
+        let mut fps = vec![0b11u64; 5000];
+        fps.extend(std::iter::repeat_n(0u64, 3000));
+        fps.extend([1, u64::MAX, 0b111]);
+        let expected = brute_force(&fps, q, 0);
+        for (first, cap) in [(1, 1), (10, 100), (500, 500)] {
+            assert_eq!(
+                order_by_passes(&fps, q, 0, first, cap),
+                expected,
+                "{first} {cap}"
+            );
+        }
+    }
+
+    #[test]
     fn a_pass_keeps_the_nearest_buckets_and_counts_the_rest() {
         let q = 0u64;
         // 5 rows at distance 1, 5 at 2, 5 at 3, 1 at 64.
@@ -269,43 +347,56 @@ mod tests {
             .chain((0..5).map(|i| 7 << (3 * i + 30)))
             .chain([u64::MAX])
             .collect();
-        let mut pass = NearestPass::new(1, 7);
+        let by_index = |a: &usize, b: &usize| b.cmp(a);
+        let mut pass = NearestPass::new(Start::at(1), 7, by_index);
         for (i, &fp) in fps.iter().enumerate() {
             pass.offer(hamming(fp, q), || i);
         }
+        assert_eq!((pass.cutoff, pass.beyond), (2, 6));
         let selected = pass.finish();
         // 5 rows at distance 1 are below the target of 7, so distance 2 is kept too.
-        assert_eq!(
-            (selected.to, selected.beyond, selected.next_from()),
-            (2, 6, Some(3))
-        );
-        assert_eq!(
-            selected.into_order(|a, b| b.cmp(a)),
-            vec![4, 3, 2, 1, 0, 9, 8, 7, 6, 5]
-        );
-        // Rows nearer than `from` are ignored, not counted.
-        let mut pass = NearestPass::new(3, 1);
+        assert_eq!(selected.next, Some(Start::at(3)));
+        assert_eq!(selected.rows, vec![4, 3, 2, 1, 0, 9, 8, 7, 6, 5]);
+        // Rows nearer than the start are ignored, not counted.
+        let mut pass = NearestPass::new(Start::at(3), 1, usize::cmp);
         for (i, &fp) in fps.iter().enumerate() {
             pass.offer(hamming(fp, q), || i);
         }
+        assert_eq!((pass.cutoff, pass.beyond), (3, 1));
         let selected = pass.finish();
-        assert_eq!((selected.to, selected.beyond), (3, 1));
-        assert_eq!(selected.into_order(usize::cmp), vec![10, 11, 12, 13, 14]);
+        assert_eq!(selected.rows, vec![10, 11, 12, 13, 14]);
+        // A start inside a distance skips the rows up to its row.
+        let mut pass = NearestPass::new(
+            Start {
+                distance: 3,
+                after: Some(12),
+            },
+            1,
+            usize::cmp,
+        );
+        for (i, &fp) in fps.iter().enumerate() {
+            pass.offer(hamming(fp, q), || i);
+        }
+        assert_eq!(pass.finish().rows, vec![13, 14]);
     }
 
     #[test]
     fn an_empty_or_finished_pass_needs_no_other() {
-        let pass = NearestPass::<u32>::new(5, 10);
+        let pass = NearestPass::<u32, _>::new(Start::at(5), 10, u32::cmp);
         let selected = pass.finish();
-        assert_eq!(selected.next_from(), None);
-        assert!(selected.into_order(u32::cmp).is_empty());
-        let mut pass = NearestPass::new(64, 1);
+        assert_eq!(selected.next, None);
+        assert!(selected.rows.is_empty());
+        let mut pass = NearestPass::new(Start::at(64), 1, u32::cmp);
         pass.offer(64, || 1u32);
         pass.offer(64, || 2u32);
         pass.offer(12, || 3u32);
         let selected = pass.finish();
-        assert_eq!((selected.to, selected.next_from()), (64, None));
-        assert_eq!(selected.into_order(u32::cmp), vec![1, 2]);
+        assert_eq!((selected.rows, selected.next), (vec![1, 2], None));
+        // NULL distances come after every other.
+        let mut pass = NearestPass::new(Start::at(0), 10, u32::cmp);
+        pass.offer(NULL_BUCKET, || 1u32);
+        pass.offer(64, || 2u32);
+        assert_eq!(pass.finish().rows, vec![2, 1]);
     }
 
     #[test]
@@ -324,9 +415,10 @@ mod tests {
             };
             Entry { key: fp, tid }.write(bytes);
         }
-        let mut by_page = NearestPass::new(3, 40);
+        let by_tid = |x: &(u32, Tid), y: &(u32, Tid)| x.1.cmp(&y.1);
+        let mut by_page = NearestPass::new(Start::at(3), 40, by_tid);
         by_page.offer_entries(&contents, q, |e| (hamming(e.key, q), e.tid));
-        let mut one_by_one = NearestPass::new(3, 40);
+        let mut one_by_one = NearestPass::new(Start::at(3), 40, by_tid);
         for (i, &fp) in fps.iter().enumerate() {
             let tid = Tid {
                 block: i as u32 / 7,
@@ -335,11 +427,7 @@ mod tests {
             one_by_one.offer(hamming(fp, q), || (hamming(fp, q), tid));
         }
         let (a, b) = (by_page.finish(), one_by_one.finish());
-        assert_eq!((a.to, a.beyond), (b.to, b.beyond));
-        assert_eq!(
-            a.into_order(|x, y| x.1.cmp(&y.1)),
-            b.into_order(|x, y| x.1.cmp(&y.1))
-        );
+        assert_eq!((a.rows, a.next), (b.rows, b.next));
     }
 
     #[test]

@@ -491,3 +491,24 @@ pub fn merge_sorted(
         heads[i] = c.peek(index).map(|e| (e.key, e.tid));
     }
 }
+
+/// Calls `read` with the contents of one page of a chain (a leaf, or a pending page, of
+/// kind `kind` owned by `owner`), under its share lock; returns what `read` returns and the
+/// next block of the chain.
+pub fn read_page<R>(
+    index: pg_sys::Relation,
+    kind: Kind,
+    owner: u32,
+    block: u32,
+    read: impl FnOnce(&[u8]) -> R,
+) -> (R, u32) {
+    pgrx::check_for_interrupts!();
+    let locked = page::read_owned(index, block, kind, owner);
+    // SAFETY: a locked page of the chain; its link is read under the same lock.
+    unsafe {
+        (
+            read(page::contents(locked.page())),
+            page::next(locked.page()),
+        )
+    }
+}
