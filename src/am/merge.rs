@@ -291,6 +291,7 @@ fn merge(index: pg_sys::Relation, m: &Meta, inputs: Vec<Run>, sealed: Option<Lis
         }
     });
     pause::at("before_recycle");
+    registry::recycle(index);
     true
 }
 
@@ -409,6 +410,9 @@ fn continue_by_table(index: pg_sys::Relation, id: u32) -> bool {
             m.runs.sort_by_key(|r| std::cmp::Reverse(r.rows));
         });
         pause::at("merge_table");
+        // The inputs' copies of the table are reused at once for the next table when no
+        // scan can read them: the index needs room for one more table, not one more run.
+        registry::recycle(index);
         flush_pending_past_limit(index);
     }
 }

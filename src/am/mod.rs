@@ -14,7 +14,7 @@ mod meta;
 pub mod options;
 mod page;
 mod pause;
-mod registry;
+pub(crate) mod registry;
 pub use pause::init as init_pause_points;
 mod run;
 mod scan;
@@ -102,5 +102,38 @@ pub fn meta_of(index: &str) -> neardup_core::index_page::Meta {
         let m = meta::read(rel);
         pg_sys::index_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         m
+    }
+}
+
+/// The garbage in an index's registry, by name (for the SQL tests).
+#[cfg(any(test, feature = "pg_test"))]
+pub fn garbage_of(index: &str) -> Vec<neardup_core::index_page::Garbage> {
+    let oid = Spi::get_one::<pg_sys::Oid>(&format!("SELECT '{index}'::regclass::oid"))
+        .unwrap()
+        .unwrap();
+    // SAFETY: an index of ours, opened and closed here.
+    unsafe {
+        let rel = pg_sys::index_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        let garbage = registry::Registry::load(rel).garbage();
+        pg_sys::index_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        garbage
+    }
+}
+
+/// How many pages of an index, by name, the free space map lists (for the SQL tests).
+#[cfg(any(test, feature = "pg_test"))]
+pub fn free_pages_of(index: &str) -> u32 {
+    let oid = Spi::get_one::<pg_sys::Oid>(&format!("SELECT '{index}'::regclass::oid"))
+        .unwrap()
+        .unwrap();
+    // SAFETY: an index of ours, opened and closed here.
+    unsafe {
+        let rel = pg_sys::index_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        let blocks = pg_sys::RelationGetNumberOfBlocksInFork(rel, pg_sys::ForkNumber::MAIN_FORKNUM);
+        let free = (0..blocks)
+            .filter(|&b| pg_sys::GetRecordedFreeSpace(rel, b) > 0)
+            .count() as u32;
+        pg_sys::index_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        free
     }
 }
