@@ -243,9 +243,18 @@ fn merge(index: pg_sys::Relation, m: &Meta, inputs: Vec<Run>, sealed: Option<Lis
     if !meta::fits(&after) {
         return false;
     }
-    // The id is recorded before any page carries it: ids are never given twice.
+    // The id is recorded before any page carries it: ids are never given twice. It is
+    // also named as the merge in progress (for monitoring, and so that the next merge
+    // knows an interrupted one), unless this writes a pending list between the tables of
+    // a merge table by table, which keeps that name.
     let mut id = 0;
-    meta::update(index, |m| id = m.take_id());
+    let named = m.merging == 0;
+    meta::update(index, |m| {
+        id = m.take_id();
+        if named {
+            m.merging = id;
+        }
+    });
     let mut out = PageWriter::for_merge(index);
 
     let mut nulls: Vec<Tid> = Vec::new();
@@ -281,6 +290,9 @@ fn merge(index: pg_sys::Relation, m: &Meta, inputs: Vec<Run>, sealed: Option<Lis
     let mut dead: Vec<Dead> = inputs.iter().cloned().map(Dead::Run).collect();
     dead.extend(sealed_list.map(Dead::List));
     registry::publish(index, dead, Vec::new(), |m| {
+        if named {
+            m.merging = 0;
+        }
         m.runs.retain(|r| !inputs.iter().any(|i| i.id == r.id));
         if new_run.rows > 0 || new_run.nulls_pages > 0 {
             m.runs.push(new_run);
