@@ -56,7 +56,7 @@ impl MergeLock {
     pub fn try_take(index: pg_sys::Relation) -> Option<MergeLock> {
         // SAFETY: as in `wait`, without waiting.
         unsafe { pg_sys::ConditionalLockPage(index, META_BLOCK, merge_lock_mode()) }
-            .then_some(MergeLock(index))
+            .then(|| MergeLock(index))
     }
 }
 

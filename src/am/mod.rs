@@ -137,3 +137,24 @@ pub fn free_pages_of(index: &str) -> u32 {
         free
     }
 }
+
+/// Records every page of an index but its first two as free in the free space map, as a
+/// crash can leave it (for the SQL tests); returns how many.
+#[cfg(any(test, feature = "pg_test"))]
+pub fn list_every_page_free(index: &str) -> u32 {
+    let oid = Spi::get_one::<pg_sys::Oid>(&format!("SELECT '{index}'::regclass::oid"))
+        .unwrap()
+        .unwrap();
+    // SAFETY: an index of ours, opened and closed here.
+    unsafe {
+        let rel = pg_sys::index_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        let blocks =
+            pg_sys::RelationGetNumberOfBlocksInFork(rel, pg_sys::ForkNumber::MAIN_FORKNUM);
+        for b in 2..blocks {
+            pg_sys::RecordFreeIndexPage(rel, b);
+        }
+        pg_sys::IndexFreeSpaceMapVacuum(rel);
+        pg_sys::index_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        blocks.saturating_sub(2)
+    }
+}

@@ -81,7 +81,7 @@ CREATE TYPE hamming_batch (
     STORAGE = extended
 );
 COMMENT ON TYPE hamming_batch IS
-    'keyed fingerprints and one Hamming radius, the right side of <@ for batch checks (text form r<radius>:<key>=<hex>,...)';
+    'keyed fingerprints and one Hamming radius, the right side of <@@ for batch checks (text form r<radius>:<key>=<hex>,...)';
 "#,
     name = "hamming_batch_type",
     creates = [Type(batch::HammingBatch)],

@@ -44,7 +44,7 @@ CREATE FUNCTION registry_pages(OUT pages bigint, OUT bytes bigint) LANGUAGE sql 
 $$ SELECT count(*), coalesce(sum(h.lower - 24), 0)
    FROM generate_series(1, pg_relation_size('docs_fp') / 8192 - 1) b,
         LATERAL get_raw_page('docs_fp', b::int) p, LATERAL page_header(p) h
-   WHERE h.upper <> 0 AND get_byte(p, h.special + 12) = 5 $$;
+   WHERE h.upper <> 0 AND get_byte(p, h.special + 8) = 5 $$;
 CREATE FUNCTION runs() RETURNS int LANGUAGE sql AS
 $$ SELECT get_byte(p, 24 + 60) + (get_byte(p, 24 + 61) << 8) FROM get_raw_page('docs_fp', 0) p $$;
 SQL

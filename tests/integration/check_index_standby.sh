@@ -34,8 +34,11 @@ cleanup() {
 }
 trap cleanup EXIT
 cluster_stop "$STANDBY"
+# wal_consistency_checking: every generic WAL record (the index's, appends included) carries
+# the page as the primary wrote it, and the standby's replay compares its result with it.
 cluster_start "$PRIMARY" "shared_preload_libraries = 'neardup'" "wal_level = replica" \
-    "max_wal_senders = 4" "autovacuum = off" "log_min_messages = warning"
+    "max_wal_senders = 4" "autovacuum = off" "log_min_messages = warning" \
+    "wal_consistency_checking = 'generic'"
 grep -q "^local *replication *all *trust" "$PRIMARY/data/pg_hba.conf" ||
     echo "local replication all trust" >>"$PRIMARY/data/pg_hba.conf"
 qp -c "SELECT pg_reload_conf()" >/dev/null
@@ -213,12 +216,12 @@ load_sql() { # N TEXT: TEXT N times
     local i
     for ((i = 0; i < $1; i++)); do printf '%s\n' "$2"; done
 }
-load_sql 5000 "INSERT INTO stream (fp) SELECT CASE WHEN random() < 0.02 THEN NULL ELSE rnd64()::simhash64 END FROM generate_series(1, 20);
+load_sql 50000 "INSERT INTO stream (fp) SELECT CASE WHEN random() < 0.02 THEN NULL ELSE rnd64()::simhash64 END FROM generate_series(1, 20);
 INSERT INTO stream (fp) SELECT flip(fp, 1 + floor(random() * 3)::int)::simhash64 FROM gen WHERE n = (SELECT 1 + floor(random() * 9510)::int);" \
     >"$PRIMARY/stream_insert.sql"
 # (VACUUM without truncating the heap: its AccessExclusiveLock would be replayed on the
 # standby, a lock conflict that has nothing to do with the index.)
-load_sql 5000 "UPDATE stream SET fp = flip(fp::bigint, 1)::simhash64 WHERE id = $pick;
+load_sql 50000 "UPDATE stream SET fp = flip(fp::bigint, 1)::simhash64 WHERE id = $pick;
 DELETE FROM stream WHERE id IN (SELECT 1 + floor(random() * (SELECT max(id) FROM stream))::bigint FROM generate_series(1, 40));
 VACUUM (TRUNCATE false) stream;
 SELECT pg_sleep(0.1);" >"$PRIMARY/stream_vacuum.sql"
