@@ -12,7 +12,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 source "$ROOT/scripts/cluster.sh"
 DIR=${MODEL_DIR:-/tmp/neardup-model}
 SEED=${MODEL_SEED:-23}
-STEPS=${MODEL_STEPS:-1500}
+STEPS=${MODEL_STEPS:-3000}
 
 python3 -c "import psycopg" 2>/dev/null || { echo "check_model: psycopg 3 is missing (scripts/setup.sh installs it)" >&2; exit 1; }
 cluster_start "$DIR" "autovacuum = off" "fsync = off" "synchronous_commit = off" \

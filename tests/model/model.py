@@ -730,6 +730,8 @@ class Model:
                 c.append(("prepare", 1.5))
             if quiet:
                 c.append(("check_in_tx", 0.3))
+            if self.args.no_ddl_in_tx:
+                c = [(k, w) for k, w in c if k not in STRONG_KINDS]
         return [(k, w) for k, w in c if w > 0 and k.removesuffix("_in_tx") not in self.disabled]
 
     def pick(self):
@@ -817,7 +819,8 @@ class Model:
             print("model: FAILED at step %d of seed %d (%d sessions)" % (self.step_no, self.args.seed, self.args.sessions))
             print("model: reproduce with: python3 tests/model/model.py --seed %d --steps %d --sessions %d%s"
                   % (self.args.seed, self.step_no, self.args.sessions,
-                     " --disable " + ",".join(sorted(self.disabled)) if self.args.disable else ""))
+                     (" --disable " + ",".join(sorted(self.disabled)) if self.args.disable else "")
+                     + (" --no-ddl-in-tx" if self.args.no_ddl_in_tx else "")))
             print("model: the last %d steps (step, session, its state before, statement):" % len(self.history))
             for h in self.history:
                 print("  " + h)
@@ -855,6 +858,8 @@ def main():
     ap.add_argument("--tablespace-dir", default=os.environ.get("MODEL_TABLESPACE_DIR"),
                     help="an empty directory owned by postgres (else no SET TABLESPACE steps)")
     ap.add_argument("--disable", default="", help="comma-separated step kinds not to run: " + ",".join(ALL_KINDS))
+    ap.add_argument("--no-ddl-in-tx", action="store_true",
+                    help="TRUNCATE, REINDEX, CLUSTER, SET TABLESPACE... only outside transactions")
     ap.add_argument("--max-rows", type=int, default=3000, help="past this, deletes outweigh inserts")
     ap.add_argument("--check-every", type=int, default=25, help="steps between hamming_index_check runs")
     ap.add_argument("--verify-every", type=int, default=30, help="probe rounds between EXPLAIN checks")
