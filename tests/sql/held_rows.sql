@@ -134,3 +134,18 @@ SELECT index_answers('t', '00000000000000ff', 1);
 SELECT index_answers('t', 'ffffffffffffff00', 0);
 SELECT index_check('t_fp');
 DROP TABLE t;
+
+-- 8. hamming_index_check (which first appends the rows this backend holds back) in a
+-- savepoint after REINDEX, rolled back: the rows from before the savepoint stay indexed.
+CREATE TABLE t (id int, fp simhash64);
+CREATE INDEX t_fp ON t USING hamming (fp);
+BEGIN;
+INSERT INTO t VALUES (1, '00000000000000ff');
+SAVEPOINT s;
+REINDEX INDEX t_fp;
+SELECT index_check('t_fp');
+ROLLBACK TO s;
+COMMIT;
+SELECT index_answers('t', '00000000000000ff', 1);
+SELECT index_check('t_fp');
+DROP TABLE t;
