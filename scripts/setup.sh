@@ -25,3 +25,13 @@ fi
 if ! grep -qs "^pg15 *= *\"$PG_CONFIG\"" "${PGRX_HOME:-$HOME/.pgrx}/config.toml"; then
     cargo pgrx init --pg15 "$PG_CONFIG"
 fi
+
+# psycopg 3 for the model-based index test (tests/model/model.py)
+if ! python3 -c "import psycopg" 2>/dev/null; then
+    echo "== installing psycopg 3"
+    python3 -m pip install -q 'psycopg[binary]' 2>/dev/null ||
+        python3 -m pip install -q --break-system-packages 'psycopg[binary]' 2>/dev/null || {
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-psycopg >/dev/null
+    }
+fi

@@ -1,0 +1,115 @@
+-- Helpers of the isolation specs (tests/isolation/specs), loaded once into the test
+-- database by tests/integration/check_isolation.sh. The specs' table is always
+-- t (id int, fp simhash64) with a hamming index t_fp.
+
+-- nd_centre(c): 37 fixed random fingerprints; nd_fp(i): row i's fingerprint, 0 to 2 bits
+-- from centre i % 37 (so every centre has a cluster of near copies, exact duplicates too).
+CREATE FUNCTION nd_centre(c int) RETURNS simhash64 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT ('x' || substr(md5('centre ' || c), 1, 16))::bit(64)::bigint::simhash64 $$;
+CREATE FUNCTION nd_fp(i int) RETURNS simhash64 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT (nd_centre(i % 37)::bigint # (1::bigint << ((i * 7) % 64)) # (1::bigint << ((i * 13) % 64)))::simhash64 $$;
+
+-- nd_check(show): every centre's rows within 2 bits (37 lookups, each an index rescan
+-- under a nested loop) and the 60 nearest rows of centre 5 in distance order, by a forced
+-- index scan, a forced bitmap scan and a forced seq scan (each plan checked with
+-- EXPLAIN), in one snapshot when called in one statement of a REPEATABLE READ
+-- transaction. Returns 'ok: N rows, ids S' (N, S: count and sum of the ids the lookups
+-- found; just 'ok' when show is false), or every answer when they differ.
+CREATE FUNCTION nd_check(show boolean DEFAULT true) RETURNS text
+LANGUAGE plpgsql
+SET enable_seqscan = on SET enable_indexscan = on SET enable_bitmapscan = on
+SET enable_indexonlyscan = off SET max_parallel_workers_per_gather = 0
+AS $$
+DECLARE
+    ball text := 'SELECT count(*) || '' rows, ids '' || coalesce(sum(l.id), 0)
+        FROM generate_series(0, 36) c, LATERAL (SELECT id FROM t WHERE fp <@ hamming_ball(nd_centre(c), 2)) l';
+    knn text := 'SELECT coalesce(string_agg(d::text, '',''), ''-'') FROM (SELECT fp <~> nd_centre(5) AS d FROM t
+        ORDER BY fp <~> nd_centre(5) LIMIT 60) s';
+    mode text;
+    query text;
+    line text;
+    plan text;
+    got text;
+    got_knn text;
+    seq text;
+    seq_knn text;
+    wrong text := '';
+BEGIN
+    FOREACH mode IN ARRAY ARRAY['seq', 'index', 'bitmap'] LOOP
+        PERFORM set_config('enable_seqscan', (mode = 'seq')::text, true);
+        PERFORM set_config('enable_indexscan', (mode = 'index')::text, true);
+        PERFORM set_config('enable_bitmapscan', (mode = 'bitmap')::text, true);
+        FOREACH query IN ARRAY CASE WHEN mode = 'bitmap' THEN ARRAY[ball] ELSE ARRAY[ball, knn] END LOOP
+            plan := '';
+            FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+                plan := plan || line || ' ';
+            END LOOP;
+            IF strpos(plan, CASE mode WHEN 'seq' THEN 'Seq Scan on t' WHEN 'index' THEN 'Index Scan using t_fp'
+                                      ELSE 'Bitmap Index Scan on t_fp' END) = 0 THEN
+                RETURN format('the %s plan was not used: %s', mode, plan);
+            END IF;
+        END LOOP;
+        EXECUTE ball INTO got;
+        IF mode <> 'bitmap' THEN
+            EXECUTE knn INTO got_knn;
+        END IF;
+        IF mode = 'seq' THEN
+            seq := got;
+            seq_knn := got_knn;
+        ELSIF got IS DISTINCT FROM seq THEN
+            wrong := wrong || format('; %s scan: %s', mode, got);
+        ELSIF mode = 'index' AND got_knn IS DISTINCT FROM seq_knn THEN
+            wrong := wrong || format('; nearest through the index: %s (seq scan: %s)', got_knn, seq_knn);
+        END IF;
+    END LOOP;
+    IF wrong <> '' THEN
+        RETURN 'WRONG: seq scan: ' || seq || wrong;
+    END IF;
+    RETURN CASE WHEN show THEN 'ok: ' || seq ELSE 'ok' END;
+END $$;
+
+-- nd_fetch(n): fetches up to n rows (id, distance) from the open cursor ci into the
+-- temporary table fetched; returns how many came. nd_cursor_check(): fetches the rest of
+-- ci and all of cs (the same query by a seq scan, declared in the same snapshot) and
+-- compares them: 'ok: N rows' or the difference.
+CREATE FUNCTION nd_fetch(n int) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE
+    c refcursor := 'ci';
+    r record;
+    k int := 0;
+BEGIN
+    LOOP
+        EXIT WHEN k >= n;
+        FETCH c INTO r;
+        EXIT WHEN NOT FOUND;
+        INSERT INTO fetched VALUES (r.id, r.d, 'index');
+        k := k + 1;
+    END LOOP;
+    RETURN k;
+END $$;
+
+CREATE FUNCTION nd_cursor_check() RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    c refcursor := 'cs';
+    r record;
+    n bigint;
+    diff bigint;
+BEGIN
+    PERFORM nd_fetch(2147483647);
+    LOOP
+        FETCH c INTO r;
+        EXIT WHEN NOT FOUND;
+        INSERT INTO fetched VALUES (r.id, r.d, 'seq');
+    END LOOP;
+    SELECT count(*) INTO n FROM fetched WHERE via = 'seq';
+    SELECT count(*) INTO diff FROM (
+        (SELECT id, d FROM fetched WHERE via = 'index' EXCEPT ALL SELECT id, d FROM fetched WHERE via = 'seq')
+        UNION ALL
+        (SELECT id, d FROM fetched WHERE via = 'seq' EXCEPT ALL SELECT id, d FROM fetched WHERE via = 'index')) s;
+    IF diff = 0 AND NOT EXISTS (SELECT FROM fetched f WHERE via = 'index' AND d < (SELECT max(d) FROM fetched g
+            WHERE g.via = 'index' AND g.seq < f.seq)) THEN
+        RETURN format('ok: %s rows', n);
+    END IF;
+    RETURN format('WRONG: the index cursor returned %s rows (%s differ from the seq scan''s %s, or out of order)',
+                  (SELECT count(*) FROM fetched WHERE via = 'index'), diff, n);
+END $$;
