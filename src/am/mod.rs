@@ -148,8 +148,7 @@ pub fn list_every_page_free(index: &str) -> u32 {
     // SAFETY: an index of ours, opened and closed here.
     unsafe {
         let rel = pg_sys::index_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        let blocks =
-            pg_sys::RelationGetNumberOfBlocksInFork(rel, pg_sys::ForkNumber::MAIN_FORKNUM);
+        let blocks = pg_sys::RelationGetNumberOfBlocksInFork(rel, pg_sys::ForkNumber::MAIN_FORKNUM);
         for b in 2..blocks {
             pg_sys::RecordFreeIndexPage(rel, b);
         }

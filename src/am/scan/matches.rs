@@ -60,13 +60,18 @@ pub struct Matches {
     /// The probe of the source being read: center and radius.
     center: u64,
     radius: u32,
+    /// Whether a row near several centers of a batch must come once (an index scan), or may
+    /// come from each (a bitmap scan, whose bitmap keeps each TID once): then a row found
+    /// by a center's probe needs no test against the other centers.
+    once: bool,
 }
 
 impl Matches {
     /// The rows within all of `query`'s balls and batches (every row, NULL ones too, when it
     /// has none). The probes are those of the smallest ball if it is within `max_distance`,
-    /// or else those of the smallest batch's centers if its radius is.
-    pub fn new(query: &Query, max_distance: u32) -> Matches {
+    /// or else those of the smallest batch's centers if its radius is. `once`: each TID at
+    /// most once (see the field).
+    pub fn new(query: &Query, max_distance: u32, once: bool) -> Matches {
         let ball = query.balls.iter().min_by_key(|b| b.1);
         let batch = query.batches.iter().min_by_key(|b| b.centers().len());
         let probes = match (ball, batch) {
@@ -84,6 +89,7 @@ impl Matches {
             next: None,
             center: 0,
             radius: 0,
+            once,
         }
     }
 
@@ -166,7 +172,12 @@ impl Matches {
         };
         let driver = match &self.probes {
             Probes::Batch(batch) => {
-                if batch.first_containing(fp) != Some(self.probes_started - 1) {
+                let in_this_ball = if self.once {
+                    batch.first_containing(fp) == Some(self.probes_started - 1)
+                } else {
+                    hamming(fp, self.center) <= self.radius
+                };
+                if !in_this_ball {
                     return false;
                 }
                 Some(batch)

@@ -175,7 +175,7 @@ pub unsafe extern "C-unwind" fn amgettuple(
             count_index_scan(index);
             let cache = ScanCache::for_scan(&mut state.cache, index, mvcc);
             state.producer = Some(if state.query.order_by.is_empty() {
-                Producer::Unordered(Matches::new(&state.query, cache.meta.max_distance))
+                Producer::Unordered(Matches::new(&state.query, cache.meta.max_distance, true))
             } else {
                 Producer::Ordered(Ordered::new())
             });
@@ -261,7 +261,7 @@ pub unsafe extern "C-unwind" fn amgetbitmap(
         // TIDs go to the bitmap a batch at a time as they are found: a wide radius matches
         // much of the index, which the bitmap (lossy past work_mem) can hold and a Vec
         // should not.
-        let mut matches = Matches::new(&state.query, cache.meta.max_distance);
+        let mut matches = Matches::new(&state.query, cache.meta.max_distance, false);
         let mut total = 0i64;
         loop {
             let mut rows: Vec<Row> = Vec::new();

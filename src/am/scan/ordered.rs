@@ -144,7 +144,7 @@ fn few_first(
     };
     let cap = pass_rows_cap();
     let mut rows: Vec<Row> = Vec::new();
-    Matches::new(&probe, max_distance).fill(index, &probe, cache, &mut rows, cap + 1);
+    Matches::new(&probe, max_distance, true).fill(index, &probe, cache, &mut rows, cap + 1);
     if rows.len() > cap {
         return (None, Phase::Pass(Start::at(0)));
     }
