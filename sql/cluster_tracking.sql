@@ -27,6 +27,14 @@ BEGIN
         RAISE EXCEPTION 'neardup_cluster_tracking: only priority may be NULL'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
+    -- Privileges before anything about the table is looked at (its columns and indexes
+    -- are not the business of a role that may not read it): reading it, and the triggers.
+    IF NOT pg_catalog.has_table_privilege(tbl, 'SELECT')
+       OR NOT pg_catalog.has_table_privilege(tbl, 'TRIGGER') THEN
+        RAISE EXCEPTION 'neardup_cluster_tracking: permission denied for table %', tbl
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Tracking needs the SELECT and TRIGGER privileges on the table.';
+    END IF;
     IF NOT (method OPERATOR(pg_catalog.=) ANY (ARRAY['components', 'representatives'])) THEN
         RAISE EXCEPTION 'neardup_cluster_tracking: method must be ''components'' or ''representatives'', not ''%''', method
             USING ERRCODE = 'invalid_parameter_value';

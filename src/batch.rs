@@ -8,7 +8,9 @@
 
 use crate::errors;
 use crate::memory::RowBudget;
-use crate::table_args::{checked_distance, for_each_row, quote_ident, relation_name};
+use crate::table_args::{
+    check_integer_key, checked_distance, for_each_row, quote_ident, relation_name,
+};
 use neardup_core::permuted::Pairs;
 use pgrx::prelude::*;
 
@@ -32,6 +34,7 @@ fn hamming_pairs(
 ) -> TableIterator<'static, (name!(a, i64), name!(b, i64), name!(distance, i32))> {
     let max_distance = checked_distance("hamming_pairs", max_distance);
     let relation = relation_name("hamming_pairs", tbl);
+    check_integer_key("hamming_pairs", tbl, key_column);
     let query = format!(
         "SELECT {key}::bigint, {sig}::bigint FROM {relation} WHERE {sig} IS NOT NULL",
         key = quote_ident(key_column),

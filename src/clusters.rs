@@ -12,7 +12,9 @@ use crate::lsh::banding_for_threshold;
 use crate::lsh::pairs::{read_sketches, TableSketches};
 use crate::memory::RowBudget;
 use crate::priority;
-use crate::table_args::{checked_distance, for_each_row, quote_ident, relation_name};
+use crate::table_args::{
+    check_integer_key, checked_distance, for_each_row, quote_ident, relation_name,
+};
 use neardup_core::components::{
     near_duplicate_components, near_duplicate_components_bytes_per_row, UnionFind,
 };
@@ -246,6 +248,7 @@ fn simhash_clusters(
     };
     let max_distance = checked_distance("neardup_clusters", max_distance);
     let relation = relation_name("neardup_clusters", tbl);
+    check_integer_key("neardup_clusters", tbl, id_column);
     let signature = format!("{}::bigint", quote_ident(signature_column));
     let query = rows_in_priority_order(&relation, id_column, &signature, priority);
     // Per row with a fingerprint: its id and fingerprint, then the search's working set,
@@ -325,6 +328,7 @@ fn neardup_clusters_minhash(
         errors::invalid_parameter(format!("neardup_clusters: {e}"));
     }
     let relation = relation_name("neardup_clusters", tbl);
+    check_integer_key("neardup_clusters", tbl, id_column);
     let query = rows_in_priority_order(
         &relation,
         id_column,

@@ -168,13 +168,24 @@ fn hardening_index_check_is_not_public_and_needs_select_on_the_table() {
     );
     Spi::run("GRANT SELECT ON checked TO neardup_checker").unwrap();
     assert_eq!(as_role("neardup_checker", "SELECT hamming_index_check('checked_fp')"), None);
-    // The functions that read a table by name check SELECT too.
+    // The functions that read a table by name check SELECT too, before anything about the
+    // table: `checked` has no unique index on id, and a text column, which a role that
+    // may not read it must not learn (42P16 or 42804 here would tell).
+    Spi::run("ALTER TABLE checked ADD COLUMN name text DEFAULT 'x'").unwrap();
     for sql in [
         "SELECT count(*) FROM hamming_pairs('checked', 'id', 'fp', 3)",
+        "SELECT count(*) FROM hamming_pairs('checked', 'name', 'fp', 3)",
         "SELECT count(*) FROM neardup_clusters('checked', 'id', 'fp', 3)",
+        "SELECT count(*) FROM neardup_clusters('checked', 'name', 'fp', 3)",
+        "SELECT neardup_cluster_tracking('checked', 'checked_clusters', 'id', 'fp', 3)",
     ] {
         assert_eq!(as_role("neardup_nobody", sql).as_deref(), Some("42501"), "{sql}");
     }
+    // Allowed to read, a text key column is named with its type (not a failed cast).
+    assert_eq!(
+        sqlstate("SELECT count(*) FROM hamming_pairs('checked', 'name', 'fp', 3)").as_deref(),
+        Some("42804")
+    );
     assert_eq!(hardening_count("SELECT hamming_index_check('checked_fp')"), 100);
 }
 

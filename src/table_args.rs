@@ -85,3 +85,37 @@ pub fn for_each_row(function: &str, query: &str, mut each: impl FnMut(&SpiHeapTu
         }
     });
 }
+
+/// Checks that `column` of table `tbl` (whose privileges `relation_name` checked) has an
+/// integer type, which the function reads its keys as: ERROR 42804 naming the column and
+/// its type otherwise (rather than a cast's "invalid input syntax for type bigint" on some
+/// row), 42703 when there is no such column.
+pub fn check_integer_key(function: &str, tbl: pg_sys::Oid, column: &str) {
+    let Ok(name) = std::ffi::CString::new(column) else {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
+            format!("{function}: no column {}", quote_ident(column)),
+        );
+    };
+    // SAFETY: syscache lookups by OID and name; the results are checked.
+    unsafe {
+        let attnum = pg_sys::get_attnum(tbl, name.as_ptr());
+        if attnum == pg_sys::InvalidAttrNumber as i16 {
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
+                format!("{function}: no column {}", quote_ident(column)),
+            );
+        }
+        let ty = pg_sys::get_atttype(tbl, attnum);
+        if ![pg_sys::INT2OID, pg_sys::INT4OID, pg_sys::INT8OID].contains(&ty) {
+            let type_name = std::ffi::CStr::from_ptr(pg_sys::format_type_be(ty)).to_string_lossy();
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+                format!(
+                    "{function}: the key column {} has type {type_name}; keys must be of an integer type (smallint, integer or bigint)",
+                    quote_ident(column)
+                ),
+            );
+        }
+    }
+}

@@ -96,9 +96,14 @@ impl BallSet {
                 bytes.len()
             ));
         };
-        if version != FORMAT_VERSION || zero != 0 {
+        if version != FORMAT_VERSION {
             return error(format!(
                 "unsupported Hamming batch format version {version} (this build reads version {FORMAT_VERSION})"
+            ));
+        }
+        if zero != 0 {
+            return error(format!(
+                "Hamming batch header byte 1 must be 0 (got {zero}): the data is not a Hamming batch"
             ));
         }
         let radius = u16::from_le_bytes([r0, r1]) as u32;
@@ -134,7 +139,17 @@ impl BallSet {
             .strip_prefix(b"r")
             .ok_or_else(malformed)?;
         let colon = rest.iter().position(|&b| b == b':').ok_or_else(malformed)?;
-        let radius = decimal(&rest[..colon], 2).ok_or_else(malformed)?;
+        if rest[..colon].starts_with(b"-") && decimal(&rest[1..colon], 19).is_some() {
+            return Err(DecodeError(
+                "a Hamming batch radius must not be negative".into(),
+            ));
+        }
+        let radius = decimal(&rest[..colon], 19).ok_or_else(malformed)?;
+        if radius > 64 {
+            return Err(DecodeError(format!(
+                "a Hamming radius on 64 bits is at most 64 (got {radius})"
+            )));
+        }
         let body = &rest[colon + 1..];
         let balls = if body.is_empty() {
             Vec::new()
@@ -368,9 +383,22 @@ mod tests {
         let mut bad = good.clone();
         bad[4] = 3; // three balls announced, two present
         assert!(BallSet::from_bytes(&bad).is_err());
-        let mut bad = good;
+        let mut bad = good.clone();
         bad[HEADER_LEN] ^= 1; // a key changed, the checksum not
         assert!(BallSet::from_bytes(&bad).is_err());
+        // The messages say what is wrong.
+        let message = |r: Result<BallSet, DecodeError>| r.unwrap_err().0;
+        let mut bad = good.clone();
+        bad[0] = 7;
+        assert!(message(BallSet::from_bytes(&bad)).contains("format version 7"));
+        let mut bad = good;
+        bad[1] = 1;
+        assert!(message(BallSet::from_bytes(&bad)).contains("byte 1 must be 0 (got 1)"));
+        assert_eq!(
+            message(BallSet::from_text(b"r-1:1=0123456789abcdef")),
+            "a Hamming batch radius must not be negative"
+        );
+        assert!(message(BallSet::from_text(b"r99:")).contains("at most 64 (got 99)"));
     }
 
     /// The lookup against comparing with every center, for small and large batches, radii

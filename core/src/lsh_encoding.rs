@@ -139,7 +139,17 @@ impl BandKeys {
             number(&rest[..r_at]).ok_or_else(malformed)?,
             number(rest.get(r_at + 1..colon).ok_or_else(malformed)?).ok_or_else(malformed)?,
         );
-        let words: Vec<&[u8]> = rest[colon + 1..].split(|&b| b == b':').collect();
+        if bands == 0 {
+            return Err(DecodeError(
+                "band keys need at least 1 band (got b0)".into(),
+            ));
+        }
+        let body = &rest[colon + 1..];
+        let words: Vec<&[u8]> = if body.is_empty() {
+            Vec::new()
+        } else {
+            body.split(|&b| b == b':').collect()
+        };
         if words.len() != bands {
             return Err(DecodeError(format!(
                 "band key text has {} keys, its header says {bands}",
@@ -216,6 +226,14 @@ mod tests {
         assert_eq!(
             BandKeys::from_text(swapped.as_bytes()).unwrap_err().0,
             "band key 1 does not belong to band 0"
+        );
+        assert_eq!(
+            BandKeys::from_text(b"b0r1:").unwrap_err().0,
+            "band keys need at least 1 band (got b0)"
+        );
+        assert_eq!(
+            BandKeys::from_text(b"b2r2:").unwrap_err().0,
+            "band key text has 0 keys, its header says 2"
         );
         for bad in [
             "",

@@ -10,7 +10,7 @@ use crate::errors;
 use crate::memory::RowBudget;
 use crate::shingling::Minhash;
 use crate::stored_type::type_is_named;
-use crate::table_args::{for_each_row, quote_ident, relation_name};
+use crate::table_args::{check_integer_key, for_each_row, quote_ident, relation_name};
 use neardup_core::lsh::{BandPairs, Banding, SketchTable};
 use neardup_core::minhash::{jaccard, MinhashSketch};
 use pgrx::prelude::*;
@@ -133,6 +133,7 @@ fn minhash_pairs(
         errors::invalid_parameter(format!("minhash_pairs: {e}"));
     }
     let relation = relation_name("minhash_pairs", tbl);
+    check_integer_key("minhash_pairs", tbl, key_column);
     let query = format!(
         "SELECT {key}::bigint, {sig} FROM {relation} WHERE {sig} IS NOT NULL",
         key = quote_ident(key_column),
