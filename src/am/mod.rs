@@ -90,70 +90,62 @@ unsafe extern "C-unwind" fn amvalidate(_opclass: pg_sys::Oid) -> bool {
     true
 }
 
-/// The metapage of an index, by name (for the SQL tests).
+/// Calls `read` with an index of ours, by name, opened for the call (for the SQL tests).
 #[cfg(any(test, feature = "pg_test"))]
-pub fn meta_of(index: &str) -> neardup_core::index_page::Meta {
+fn with_index<R>(index: &str, read: impl FnOnce(pg_sys::Relation) -> R) -> R {
     let oid = Spi::get_one::<pg_sys::Oid>(&format!("SELECT '{index}'::regclass::oid"))
         .unwrap()
         .unwrap();
     // SAFETY: an index of ours, opened and closed here.
     unsafe {
         let rel = pg_sys::index_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        let m = meta::read(rel);
+        let result = read(rel);
         pg_sys::index_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        m
+        result
     }
+}
+
+/// The metapage of an index, by name (for the SQL tests).
+#[cfg(any(test, feature = "pg_test"))]
+pub fn meta_of(index: &str) -> neardup_core::index_page::Meta {
+    with_index(index, meta::read)
 }
 
 /// The garbage in an index's registry, by name (for the SQL tests).
 #[cfg(any(test, feature = "pg_test"))]
 pub fn garbage_of(index: &str) -> Vec<neardup_core::index_page::Garbage> {
-    let oid = Spi::get_one::<pg_sys::Oid>(&format!("SELECT '{index}'::regclass::oid"))
-        .unwrap()
-        .unwrap();
-    // SAFETY: an index of ours, opened and closed here.
-    unsafe {
-        let rel = pg_sys::index_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        let garbage = registry::Registry::load(rel).garbage();
-        pg_sys::index_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        garbage
-    }
+    with_index(index, |rel| registry::Registry::load(rel).garbage())
 }
 
 /// How many pages of an index, by name, the free space map lists (for the SQL tests).
 #[cfg(any(test, feature = "pg_test"))]
 pub fn free_pages_of(index: &str) -> u32 {
-    let oid = Spi::get_one::<pg_sys::Oid>(&format!("SELECT '{index}'::regclass::oid"))
-        .unwrap()
-        .unwrap();
-    // SAFETY: an index of ours, opened and closed here.
-    unsafe {
-        let rel = pg_sys::index_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        let blocks = pg_sys::RelationGetNumberOfBlocksInFork(rel, pg_sys::ForkNumber::MAIN_FORKNUM);
-        let free = (0..blocks)
-            .filter(|&b| pg_sys::GetRecordedFreeSpace(rel, b) > 0)
-            .count() as u32;
-        pg_sys::index_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        free
-    }
+    with_index(index, |rel| {
+        // SAFETY: an open index; the free space map is read without a lock of ours.
+        unsafe {
+            let blocks =
+                pg_sys::RelationGetNumberOfBlocksInFork(rel, pg_sys::ForkNumber::MAIN_FORKNUM);
+            (0..blocks)
+                .filter(|&b| pg_sys::GetRecordedFreeSpace(rel, b) > 0)
+                .count() as u32
+        }
+    })
 }
 
 /// Records every page of an index but its first two as free in the free space map, as a
 /// crash can leave it (for the SQL tests); returns how many.
 #[cfg(any(test, feature = "pg_test"))]
 pub fn list_every_page_free(index: &str) -> u32 {
-    let oid = Spi::get_one::<pg_sys::Oid>(&format!("SELECT '{index}'::regclass::oid"))
-        .unwrap()
-        .unwrap();
-    // SAFETY: an index of ours, opened and closed here.
-    unsafe {
-        let rel = pg_sys::index_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        let blocks = pg_sys::RelationGetNumberOfBlocksInFork(rel, pg_sys::ForkNumber::MAIN_FORKNUM);
-        for b in 2..blocks {
-            pg_sys::RecordFreeIndexPage(rel, b);
+    with_index(index, |rel| {
+        // SAFETY: an open index; the map is only advice, which every taker checks.
+        unsafe {
+            let blocks =
+                pg_sys::RelationGetNumberOfBlocksInFork(rel, pg_sys::ForkNumber::MAIN_FORKNUM);
+            for b in 2..blocks {
+                pg_sys::RecordFreeIndexPage(rel, b);
+            }
+            pg_sys::IndexFreeSpaceMapVacuum(rel);
+            blocks.saturating_sub(2)
         }
-        pg_sys::IndexFreeSpaceMapVacuum(rel);
-        pg_sys::index_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        blocks.saturating_sub(2)
-    }
+    })
 }
