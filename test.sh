@@ -7,7 +7,9 @@
 #   4. integration: release build in a real cluster: regression files, parallel scan,
 #                   100 MB text, the README cookbook and rendering, the demo, the upgrade
 #                   from 0.1.0, an install over a running server, cancellation, memory
-#                   bounds, an install in a schema off the search_path
+#                   bounds, an install in a schema off the search_path; for the hamming
+#                   index a model-based test (tests/model), isolation specs
+#                   (tests/isolation), crash, standby and long-snapshot checks
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")" && pwd)
 cd "$ROOT"
