@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# A throwaway PostgreSQL 15 cluster owned by `postgres` (PostgreSQL refuses to run as root),
+# A throwaway PostgreSQL cluster owned by `postgres` (PostgreSQL refuses to run as root),
 # reachable only through a unix socket in its own folder under /tmp, with neardup preloaded
-# (its planner hook lets `hamming(a, b) <= k` use a hamming index). Sourced, then:
+# (its planner hook lets `hamming(a, b) <= k` use a hamming index). The server is the one
+# $PG_CONFIG names (the system PostgreSQL 15 by default; scripts/pg_server.sh provides the
+# others), and its client programs come first on PATH. Sourced, then:
 #   cluster_start DIR [extra postgresql.conf lines...]   sets PGHOST/PGPORT/PGUSER for psql
 #   cluster_stop DIR
 set -euo pipefail
 
-PG_BIN=/usr/lib/postgresql/15/bin
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+export PG_CONFIG
+PG_BIN=$("$PG_CONFIG" --bindir)
+PG_MAJOR=$("$PG_CONFIG" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
+export PATH="$PG_BIN:$PATH"
 NEARDUP_SCRIPTS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 cluster_start() {
@@ -35,7 +41,7 @@ cluster_stop() {
     fi
 }
 
-# Builds the extension (release) and installs it into the system PostgreSQL 15, each file
+# Builds the extension (release) and installs it into $PG_CONFIG's server, each file
 # renamed into place so that running servers never see a half-written library.
 install_extension() {
     "$NEARDUP_SCRIPTS/install.sh" >/dev/null

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds neardup (release) and installs it into the system PostgreSQL 15 without ever
+# Builds neardup (release) for the PostgreSQL major version that $PG_CONFIG reports (the
+# system PostgreSQL 15 when PG_CONFIG is unset) and installs it there without ever
 # exposing a half-written file: each file (library, install and upgrade scripts, control
 # file) is copied to a temporary name in its destination directory and then renamed over
 # the final name (rename(2) is atomic). A running server that has the old library mapped
@@ -11,21 +12,9 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-STAGE=$ROOT/target/release/neardup-pg15
 export PATH="$HOME/.cargo/bin:$PATH"
-
 cd "$ROOT"
-# a fresh staging tree, so nothing removed from the sources lingers in the installation
-rm -rf "$STAGE"
-cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$STAGE"
-
-extdir=$("$PG_CONFIG" --sharedir)/extension
-[[ -f $STAGE$extdir/neardup.control ]] || { echo "install.sh: no control file under $STAGE$extdir" >&2; exit 1; }
-for frozen in sql/neardup--*.sql; do
-    name=$(basename "$frozen")
-    # upgrade scripts (neardup--A--B.sql) are staged by cargo pgrx package already
-    [[ $name == neardup--*--*.sql ]] || cp "$frozen" "$STAGE$extdir/$name"
-done
+STAGE=$(scripts/stage.sh "$PG_CONFIG")
 
 tmp=
 trap '[[ -z $tmp ]] || rm -f "$tmp"' EXIT

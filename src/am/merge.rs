@@ -28,6 +28,7 @@ use super::build::choose_layout;
 use super::meta;
 use super::options;
 use super::page::{self, Kind, META_BLOCK};
+use super::vacuum_delay_point;
 use super::pause;
 use super::registry::{self, REGISTRY_BLOCK};
 use super::run::{self, InUse, PageWriter};
@@ -581,7 +582,7 @@ pub fn sweep(index: pg_sys::Relation) -> u32 {
     let mut freed = 0;
     for block in reusable_blocks(index) {
         // SAFETY: may sleep and checks for interrupts; no lock of ours is held here.
-        unsafe { pg_sys::vacuum_delay_point() };
+        unsafe { vacuum_delay_point() };
         let free = |_: ()| {
             let locked = page::Locked::read(index, main, block, pg_sys::BUFFER_LOCK_SHARE);
             // SAFETY: a locked page of the index.

@@ -56,6 +56,27 @@ fn hamming_amhandler(_fcinfo: pg_sys::FunctionCallInfo) -> Internal {
         r.amusemaintenanceworkmem = true;
         r.amparallelvacuumoptions = pg_sys::VACUUM_OPTION_PARALLEL_BULKDEL as u8;
         r.amkeytype = pg_sys::InvalidOid;
+        // What later majors ask too: the index is no summary (a HOT update still inserts),
+        // builds in one backend, keeps no per-statement insert state, has no tree height to
+        // report, and its operators are no hash or btree equality or ordering.
+        #[cfg(not(feature = "pg15"))]
+        {
+            r.amsummarizing = false;
+        }
+        #[cfg(any(feature = "pg17", feature = "pg18"))]
+        {
+            r.amcanbuildparallel = false;
+            r.aminsertcleanup = None;
+        }
+        #[cfg(feature = "pg18")]
+        {
+            r.amgettreeheight = None;
+            r.amcanhash = false;
+            r.amconsistentequality = false;
+            r.amconsistentordering = false;
+            r.amtranslatestrategy = None;
+            r.amtranslatecmptype = None;
+        }
         r.ambuild = Some(build::ambuild);
         r.ambuildempty = Some(build::ambuildempty);
         r.aminsert = Some(insert::aminsert);
@@ -88,6 +109,18 @@ pgrx::extension_sql_file!(
 #[pg_guard]
 unsafe extern "C-unwind" fn amvalidate(_opclass: pg_sys::Oid) -> bool {
     true
+}
+
+/// `vacuum_delay_point()`: sleeps if cost-based vacuum delay asks it to, and checks for
+/// interrupts (18 added whether the caller is ANALYZE).
+unsafe fn vacuum_delay_point() {
+    // SAFETY: callers hold no buffer lock.
+    unsafe {
+        #[cfg(feature = "pg18")]
+        pg_sys::vacuum_delay_point(false);
+        #[cfg(not(feature = "pg18"))]
+        pg_sys::vacuum_delay_point();
+    }
 }
 
 /// Calls `read` with an index of ours, by name, opened for the call (for the SQL tests).

@@ -79,6 +79,9 @@ fn element(name: &'static CStr, offset: usize) -> pg_sys::relopt_parse_elt {
         optname: name.as_ptr(),
         opttype: pg_sys::relopt_type::RELOPT_TYPE_INT,
         offset: offset as i32,
+        // 18 can record whether an option was set; 0 asks it not to (no field for that)
+        #[cfg(feature = "pg18")]
+        isset_offset: 0,
     }
 }
 

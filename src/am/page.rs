@@ -353,7 +353,7 @@ pub fn append_logged(index: pg_sys::Relation, locked: &Locked, bytes: &[u8]) {
         if needs_wal {
             pg_sys::XLogBeginInsert();
             pg_sys::XLogRegisterBuffer(0, locked.buffer, pg_sys::REGBUF_STANDARD as u8);
-            pg_sys::XLogRegisterBufData(0, delta.as_ptr() as *mut _, delta.len() as i32);
+            pg_sys::XLogRegisterBufData(0, delta.as_ptr() as *mut _, delta.len() as _);
             let lsn = pg_sys::XLogInsert(pg_sys::RmgrIds::RM_GENERIC_ID as u8, 0);
             (*header(page)).pd_lsn = pg_sys::PageXLogRecPtr {
                 xlogid: (lsn >> 32) as u32,
@@ -367,6 +367,17 @@ pub fn append_logged(index: pg_sys::Relation, locked: &Locked, bytes: &[u8]) {
 /// `InvalidSubTransactionId`.
 const INVALID_SUBXACT: pg_sys::SubTransactionId = 0;
 
+/// The subtransaction that gave the index its current storage (renamed with relfilenodes in 16).
+unsafe fn first_relfilenode_subid(index: pg_sys::Relation) -> pg_sys::SubTransactionId {
+    // SAFETY: an open relation.
+    unsafe {
+        #[cfg(feature = "pg15")]
+        return (*index).rd_firstRelfilenodeSubid;
+        #[cfg(not(feature = "pg15"))]
+        return (*index).rd_firstRelfilelocatorSubid;
+    }
+}
+
 /// `RelationNeedsWAL()`: what GenericXLogStart asks to decide whether to log.
 unsafe fn relation_needs_wal(index: pg_sys::Relation) -> bool {
     unsafe {
@@ -375,6 +386,6 @@ unsafe fn relation_needs_wal(index: pg_sys::Relation) -> bool {
         permanent
             && (wal_needed
                 || ((*index).rd_createSubid == INVALID_SUBXACT
-                    && (*index).rd_firstRelfilenodeSubid == INVALID_SUBXACT))
+                    && first_relfilenode_subid(index) == INVALID_SUBXACT))
     }
 }

@@ -138,6 +138,8 @@ impl Spool {
                     while pg_sys::tuplesort_getdatum(
                         sort,
                         true,
+                        #[cfg(not(feature = "pg15"))]
+                        true, // a palloc'd copy, which is freed below (16 added the choice)
                         &mut datum,
                         &mut is_null,
                         std::ptr::null_mut(),

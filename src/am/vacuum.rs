@@ -31,6 +31,7 @@ use super::page::{self, Kind, Locked, Xlog, META_BLOCK};
 use super::pause;
 use super::registry;
 use super::run;
+use super::vacuum_delay_point;
 use neardup_core::index_page::{entries, Dead, List, Meta, Run, Tid, ENTRY_SIZE, NO_BLOCK};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -277,7 +278,7 @@ fn compact(
 ) -> Option<(u64, u64, u32)> {
     // SAFETY: vacuum_delay_point may sleep, and checks for interrupts; no lock of ours is
     // held here.
-    unsafe { pg_sys::vacuum_delay_point() };
+    unsafe { vacuum_delay_point() };
     let main = pg_sys::ForkNumber::MAIN_FORKNUM;
     let ours = |locked: &Locked| {
         // SAFETY: a locked page of the index.

@@ -179,12 +179,7 @@ unsafe fn rewrite_query_node(query: *mut pg_sys::Query, outer: &Context) {
         } else {
             (std::ptr::null_mut(), std::ptr::null_mut())
         };
-        pg_sys::query_tree_mutator(
-            query,
-            mutator_callback(),
-            inner.as_ptr(),
-            pg_sys::QTW_DONT_COPY_QUERY as i32,
-        );
+        query_tree_mutator(query, inner.as_ptr());
         if grouped {
             let group_exprs = node_list(
                 &list_nodes(q.groupClause)
@@ -390,7 +385,7 @@ unsafe extern "C-unwind" fn rewrite_node(node: *mut Node, context: *mut c_void) 
                 return kept_and_within(node, &ctx.catalog, context);
             }
         }
-        pg_sys::expression_tree_mutator(node, mutator_callback(), context)
+        expression_tree_mutator(node, context)
     }
 }
 
@@ -401,7 +396,7 @@ unsafe fn kept_and_within(node: *mut Node, catalog: &Catalog, context: *mut c_vo
     // SAFETY: the mutator copies the OpExpr and rewrites its operands, which leaves its shape
     // (a bound) unchanged; copyObjectImpl copies any node tree; the new nodes are palloc'd.
     unsafe {
-        let kept = pg_sys::expression_tree_mutator(node, mutator_callback(), context);
+        let kept = expression_tree_mutator(node, context);
         let Some(bound) = match_bound(kept, catalog) else {
             return kept;
         };
@@ -449,7 +444,33 @@ unsafe fn minus_one(k: *mut Node) -> *mut Node {
     }
 }
 
+/// `expression_tree_mutator(node, rewrite_node, context)`.
+unsafe fn expression_tree_mutator(node: *mut Node, context: *mut c_void) -> *mut Node {
+    // SAFETY: as the caller's; rewrite_node is a tree mutator callback.
+    unsafe {
+        #[cfg(feature = "pg15")]
+        return pg_sys::expression_tree_mutator(node, mutator_callback(), context);
+        // 16 made the mutators macros over `_impl` functions with typed callbacks
+        #[cfg(not(feature = "pg15"))]
+        return pg_sys::expression_tree_mutator_impl(node, Some(rewrite_node), context);
+    }
+}
+
+/// `query_tree_mutator(query, rewrite_node, context, QTW_DONT_COPY_QUERY)`: mutates the
+/// query's fields in place.
+unsafe fn query_tree_mutator(query: *mut pg_sys::Query, context: *mut c_void) {
+    let flags = pg_sys::QTW_DONT_COPY_QUERY as i32;
+    // SAFETY: as the caller's; rewrite_node is a tree mutator callback.
+    unsafe {
+        #[cfg(feature = "pg15")]
+        pg_sys::query_tree_mutator(query, mutator_callback(), context, flags);
+        #[cfg(not(feature = "pg15"))]
+        pg_sys::query_tree_mutator_impl(query, Some(rewrite_node), context, flags);
+    }
+}
+
 /// [`rewrite_node`] as PostgreSQL 15 declares mutator callbacks.
+#[cfg(feature = "pg15")]
 fn mutator_callback() -> Option<unsafe extern "C-unwind" fn() -> *mut Node> {
     type Mutator = unsafe extern "C-unwind" fn(*mut Node, *mut c_void) -> *mut Node;
     // SAFETY: PostgreSQL 15's headers declare the callback K&R-style, `Node *(*)()`, and call

@@ -222,7 +222,15 @@ unsafe fn count_index_scan(index: pg_sys::Relation) {
             pg_sys::pgstat_assoc_relation(index);
         }
         if let Some(info) = (*index).pgstat_info.as_mut() {
-            info.t_counts.t_numscans += 1;
+            // 16 dropped the `t_` prefixes
+            #[cfg(feature = "pg15")]
+            {
+                info.t_counts.t_numscans += 1;
+            }
+            #[cfg(not(feature = "pg15"))]
+            {
+                info.counts.numscans += 1;
+            }
         }
     }
 }
@@ -241,7 +249,7 @@ unsafe fn set_index_tuple(scan: &mut pg_sys::IndexScanDescData, fp: Option<u64>)
         let old = pg_sys::MemoryContextSwitchTo(pg_sys::GetMemoryChunkContext(
             scan as *mut _ as *mut std::ffi::c_void,
         ));
-        scan.xs_itup = pg_sys::index_form_tuple(scan.xs_itupdesc, &mut value, &mut isnull);
+        scan.xs_itup = pg_sys::index_form_tuple(scan.xs_itupdesc, &raw mut value, &raw mut isnull);
         pg_sys::MemoryContextSwitchTo(old);
     }
 }
