@@ -13,6 +13,10 @@ export PG_CONFIG
 PG_BIN=$("$PG_CONFIG" --bindir)
 PG_MAJOR=$("$PG_CONFIG" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
 export PATH="$PG_BIN:$PATH"
+# the setting that pushes queries into parallel workers for tests (renamed in 16)
+NEARDUP_FORCE_PARALLEL=force_parallel_mode
+((PG_MAJOR < 16)) || NEARDUP_FORCE_PARALLEL=debug_parallel_query
+export NEARDUP_FORCE_PARALLEL
 NEARDUP_SCRIPTS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 cluster_start() {

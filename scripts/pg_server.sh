@@ -11,6 +11,8 @@
 # them is an error. Usage: scripts/pg_server.sh MAJOR   (as root; prints the pg_config path)
 set -euo pipefail
 major=${1:?usage: pg_server.sh MAJOR}
+# the contrib modules the integration checks use, built beside a server built from source
+CONTRIB="postgres_fdw pageinspect pg_freespacemap pg_visibility amcheck"
 PG_ROOT=${NEARDUP_PG_ROOT:-/opt/neardup-pg}
 prefix=$PG_ROOT/$major
 log() { echo "pg_server.sh: $*" >&2; }
@@ -42,13 +44,14 @@ from_debian_source() { # SUITE: builds postgresql-$major from that suite's sourc
     mkdir "$work/src"
     tar -xf "$orig" -C "$work/src" --strip-components=1
     log "building PostgreSQL $major into $prefix (a few minutes)"
+    rm -rf "$prefix"
     (
         cd "$work/src"
         ./configure --prefix="$prefix" --without-icu --with-openssl >"$work/configure.log" 2>&1 ||
             { tail -30 "$work/configure.log" >&2; exit 1; }
         make -j"$(nproc)" -s >"$work/make.log" 2>&1 || { tail -30 "$work/make.log" >&2; exit 1; }
         make -s install >>"$work/make.log" 2>&1
-        for module in postgres_fdw pageinspect pg_visibility amcheck; do
+        for module in $CONTRIB; do
             make -s -C "contrib/$module" install >>"$work/make.log" 2>&1
         done
         # pg_isolation_regress and pg_regress, for the isolation specs
@@ -91,7 +94,15 @@ case $major in
     ;;
 esac
 
-if [[ ! -x $pg_config ]] || ! "$pg_config" --version | grep -q "PostgreSQL $major\."; then
+complete() { # the server answers to its major, and has its contrib modules if built here
+    [[ -x $pg_config ]] && "$pg_config" --version | grep -q "PostgreSQL $major\." || return 1
+    [[ $major == 16 ]] && return 0
+    local module
+    for module in $CONTRIB; do
+        [[ -f $("$pg_config" --sharedir)/extension/$module.control ]] || return 1
+    done
+}
+if ! complete; then
     mkdir -p "$PG_ROOT"
     case $major in
     16) from_pgserver_wheel ;;

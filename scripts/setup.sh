@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Installs what building and testing neardup needs, once: Debian packages, cargo-pgrx 0.18.0
-# and its PostgreSQL 15 configuration. Every step checks first, so a second run is quick.
+# and its configuration for the PostgreSQL majors in $NEARDUP_PG_MAJORS ("15" unless set;
+# test.sh asks for "15 16 18", whose servers scripts/pg_server.sh builds or fetches into
+# /opt/neardup-pg once). Every step checks first, so a second run is quick.
 # Sourced by demo.sh and test.sh; run as root on Debian 12.
 set -euo pipefail
 
-PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+SYSTEM_PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+NEARDUP_PG_MAJORS=${NEARDUP_PG_MAJORS:-15}
 export PATH="$HOME/.cargo/bin:$PATH"
 
 need_packages=()
@@ -22,9 +25,23 @@ if ! cargo pgrx --version 2>/dev/null | grep -q "0.18.0"; then
     cargo install cargo-pgrx --version 0.18.0 --locked
 fi
 
-if ! grep -qs "^pg15 *= *\"$PG_CONFIG\"" "${PGRX_HOME:-$HOME/.pgrx}/config.toml"; then
-    cargo pgrx init --pg15 "$PG_CONFIG"
-fi
+# every major's pg_config in pgrx's configuration (`cargo pgrx test pgNN` needs it); pgrx
+# init rewrites the file, so it is given the majors already configured too
+pgrx_config=${PGRX_HOME:-$HOME/.pgrx}/config.toml
+declare -A pgrx_majors=([15]=$SYSTEM_PG_CONFIG)
+for major in $NEARDUP_PG_MAJORS; do
+    [[ $major == 15 ]] || pgrx_majors[$major]=$("$(dirname "${BASH_SOURCE[0]}")/pg_server.sh" "$major")
+done
+while read -r major path; do
+    [[ -n ${pgrx_majors[$major]:-} || ! -x $path ]] || pgrx_majors[$major]=$path
+done < <(sed -nE 's/^pg([0-9]+) *= *"(.*)"$/\1 \2/p' "$pgrx_config" 2>/dev/null)
+pgrx_init=()
+missing=0
+for major in "${!pgrx_majors[@]}"; do
+    pgrx_init+=("--pg$major" "${pgrx_majors[$major]}")
+    grep -qs "^pg$major *= *\"${pgrx_majors[$major]}\"" "$pgrx_config" || missing=1
+done
+((missing == 0)) || cargo pgrx init "${pgrx_init[@]}"
 
 # psycopg 3 for the model-based index test (tests/model/model.py)
 if ! python3 -c "import psycopg" 2>/dev/null; then

@@ -234,7 +234,9 @@ fn hardening_functions_that_read_tables_are_not_parallel_safe() {
     );
     // The whole suite runs with force_parallel_mode = regress (see pg_test in lib.rs).
     assert_eq!(
-        Spi::get_one::<String>("SHOW force_parallel_mode").unwrap().as_deref(),
+        Spi::get_one::<String>(&format!("SHOW {}", crate::FORCE_PARALLEL))
+            .unwrap()
+            .as_deref(),
         Some("regress")
     );
     // A parallel plan over hamming_pairs runs it in the leader.

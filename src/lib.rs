@@ -51,10 +51,21 @@ pub mod pg_test {
         // that is not fails here.
         vec![
             "shared_preload_libraries = 'neardup'",
+            #[cfg(feature = "pg15")]
             "force_parallel_mode = regress",
+            #[cfg(not(feature = "pg15"))]
+            "debug_parallel_query = regress",
         ]
     }
 }
+
+/// The setting that pushes queries into parallel workers to test them (renamed in 16).
+#[cfg(any(test, feature = "pg_test"))]
+pub(crate) const FORCE_PARALLEL: &str = if cfg!(feature = "pg15") {
+    "force_parallel_mode"
+} else {
+    "debug_parallel_query"
+};
 
 /// SQL-level tests, run inside a real backend by `cargo pgrx test` (`#[pg_schema]` needs an
 /// inline module, so the tests themselves live in `sql_tests.rs`).

@@ -2,12 +2,12 @@
 // function, and the planner hook's rewrite (which applies only to columns with a `hamming`
 // index, keeping the bound as written beside its `hamming_within`). Included in lib.rs's `tests` schema module next
 // to sql_tests.rs, whose helpers (text, int, boolean, is_null, sqlstate) they use. Every
-// answer is compared with a bit count computed without any neardup function:
-// `length(replace((x # y)::bit(64)::text, '0', ''))`.
+// answer is compared with a bit count computed without any neardup function: PostgreSQL's
+// own `bit_count((x # y)::bit(64))`.
 
 /// The independent bit count of `x # y` (both bigint or simhash64 expressions).
 fn hq_bits(x: &str, y: &str) -> String {
-    format!("length(replace((({x})::bigint # ({y})::bigint)::bit(64)::text, '0', ''))")
+    format!("pg_catalog.bit_count((({x})::bigint # ({y})::bigint)::bit(64))::int")
 }
 
 /// `EXPLAIN (COSTS OFF, VERBOSE)` of `query`, all lines (VERBOSE shows target lists too).

@@ -23,9 +23,9 @@ ANALYZE t;
 SQL
 
 Q="'0123456789abcdef'"
-PARALLEL="SET force_parallel_mode = on; SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0;
+PARALLEL="SET $NEARDUP_FORCE_PARALLEL = on; SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0; SET min_parallel_index_scan_size = 0; SET max_parallel_workers_per_gather = 2;"
-SERIAL="RESET force_parallel_mode; SET max_parallel_workers_per_gather = 0;
+SERIAL="RESET $NEARDUP_FORCE_PARALLEL; SET max_parallel_workers_per_gather = 0;
 SET enable_seqscan = on; SET enable_indexscan = off; SET enable_bitmapscan = off;"
 BALL="SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '-') FROM t WHERE fp <@ hamming_ball($Q, 3)"
 # (a LIMIT in a subquery would keep the whole query out of parallel mode: one row per line)

@@ -12,4 +12,4 @@ psql -qX -d cookbook -v ON_ERROR_STOP=1 <<<"$sql" >/dev/null
 psql -qX -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS cookbook_ext" -c "CREATE DATABASE cookbook_ext" >/dev/null
 psql -qX -d cookbook_ext -v ON_ERROR_STOP=1 -c "CREATE SCHEMA ext" -c "CREATE EXTENSION neardup SCHEMA ext" \
     -c "ALTER DATABASE cookbook_ext SET search_path = public, ext" >/dev/null
-PGOPTIONS="-c force_parallel_mode=regress -c client_min_messages=warning" psql -qX -d cookbook_ext -v ON_ERROR_STOP=1 <<<"$sql" >/dev/null
+PGOPTIONS="-c $NEARDUP_FORCE_PARALLEL=regress -c client_min_messages=warning" psql -qX -d cookbook_ext -v ON_ERROR_STOP=1 <<<"$sql" >/dev/null

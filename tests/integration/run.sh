@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Integration layer: the release build installed into the system PostgreSQL 15, a real
-# cluster, and checks run through psql. Regression files (tests/sql/NAME.sql) must print
-# exactly tests/expected/NAME.out; every tests/integration/check_*.sh must exit 0.
+# Integration layer: the release build installed into the server $PG_CONFIG names (the
+# system PostgreSQL 15 by default), a real cluster, and checks run through psql. Regression
+# files (tests/sql/NAME.sql) must print exactly tests/expected/NAME.out; every
+# tests/integration/check_*.sh must exit 0. With NEARDUP_CHECKS="NAME ..." only those checks
+# run (no regression files): test.sh's choice for the other majors.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -20,7 +22,17 @@ report() { # NAME STATUS
     if [[ $2 == 0 ]]; then passed=$((passed + 1)); echo "ok   $1"; else failed=$((failed + 1)); echo "FAIL $1"; fi
 }
 
-for sql in tests/sql/*.sql; do
+regressions=(tests/sql/*.sql) checks=(tests/integration/check_*.sh)
+if [[ -n ${NEARDUP_CHECKS:-} ]]; then
+    regressions=() checks=()
+    for name in $NEARDUP_CHECKS; do
+        [[ -f tests/integration/$name.sh ]] || { echo "run.sh: no check $name" >&2; exit 1; }
+        checks+=("tests/integration/$name.sh")
+    done
+fi
+echo "integration on $("$PG_CONFIG" --version)"
+
+for sql in "${regressions[@]}"; do
     name=$(basename "$sql" .sql)
     psql -X -q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS regress_$name" -c "CREATE DATABASE regress_$name" >/dev/null
     psql -X -a -d "regress_$name" -f "$sql" >"$RESULTS/$name.out" 2>&1 || true
@@ -30,11 +42,11 @@ for sql in tests/sql/*.sql; do
     report "regression $name" $status
 done
 
-for check in tests/integration/check_*.sh; do
+for check in "${checks[@]}"; do
     status=0
     bash "$check" || status=$?
     report "$(basename "$check" .sh)" $status
 done
 
-echo "integration: $passed passed, $failed failed"
+echo "integration on PostgreSQL $PG_MAJOR: $passed passed, $failed failed"
 [[ $failed == 0 ]]

@@ -64,10 +64,12 @@ PLAN_FORCE = {
     "bitmap": dict(enable_seqscan="off", enable_indexscan="off", enable_bitmapscan="on",
                    enable_indexonlyscan="off"),
 }
-SERIAL = dict(force_parallel_mode="off", max_parallel_workers_per_gather="0")
-PARALLEL = dict(force_parallel_mode="on", parallel_setup_cost="0", parallel_tuple_cost="0",
-                min_parallel_table_scan_size="0", min_parallel_index_scan_size="0",
-                max_parallel_workers_per_gather="2")
+# the setting that pushes queries into parallel workers, renamed in PostgreSQL 16
+FORCE_PARALLEL = os.environ.get("NEARDUP_FORCE_PARALLEL", "force_parallel_mode")
+SERIAL = {FORCE_PARALLEL: "off", "max_parallel_workers_per_gather": "0"}
+PARALLEL = {FORCE_PARALLEL: "on", "parallel_setup_cost": "0", "parallel_tuple_cost": "0",
+            "min_parallel_table_scan_size": "0", "min_parallel_index_scan_size": "0",
+            "max_parallel_workers_per_gather": "2"}
 
 
 class Failure(Exception):
