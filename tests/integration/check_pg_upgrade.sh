@@ -121,6 +121,14 @@ for probe in "SELECT id FROM docs WHERE hamming(fp, '0123456789abcdef') <= 3:doc
     q -c "$INDEXED EXPLAIN (COSTS OFF) ${probe%:*}" | grep -q "${probe##*:}" || fail "15 does not plan ${probe##*:} for ${probe%:*}"
 done
 old_checked=$(q -c "SELECT hamming_index_check('docs_fp')")
+# PostgreSQL 15.20 (Debian 15.20-0+deb12u1, November 2026) marks every user column with an
+# attribute option, pg_attver, which the earlier minor releases of 16 and 18 reachable here
+# (16.2, 18.6) do not know: their pg_dump copies it into the new cluster, which rejects it,
+# for any table, neardup's or not. A minor release of 16 or 18 from the same month as 15.20
+# or later is what an upgrade of a real 15.20 cluster needs; here the option is removed
+# from the old catalog (a superuser's direct update) so that the upgrade can be tested.
+q -c "UPDATE pg_attribute SET attoptions = (SELECT array_agg(o) FROM unnest(attoptions) o WHERE o NOT LIKE 'pg_attver=%')
+      WHERE attrelid >= 16384 AND attoptions::text LIKE '%pg_attver=%'" >/dev/null
 stop "$OLD_BIN" "$DIR/old/data"
 
 # 18's initdb turns data checksums on by default; pg_upgrade wants them as the old cluster has them
