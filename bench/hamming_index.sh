@@ -87,7 +87,7 @@ row "CREATE INDEX hamming (k=3), $ROWS rows" "$hamming_ms" ms "btree on fp" "$bt
 btree_b=$(q -c "SELECT round(pg_relation_size('docs_btree')::numeric / $ROWS, 1)")
 hamming_b=$(q -c "SELECT round(pg_relation_size('docs_fp')::numeric / $ROWS, 1)")
 # The metapage (block 0, contents after the 24-byte page header): magic, version,
-# max_distance, blocks, tables as little-endian u32 (core/src/index_page.rs).
+# max_distance, blocks, tables as little-endian u32 (core/src/search/index_page.rs).
 layout=$(q -c "WITH p AS (SELECT get_raw_page('docs_fp', 0) AS b),
     u AS (SELECT i, get_byte(b, 24 + 4 * i) + 256 * get_byte(b, 25 + 4 * i) AS v FROM p, generate_series(0, 4) i)
     SELECT (SELECT v FROM u WHERE i = 3) || ' ' || (SELECT v FROM u WHERE i = 4)" 2>/dev/null || echo "? ?")

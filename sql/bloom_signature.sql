@@ -1,5 +1,5 @@
 -- bloom_signature: a Bloom filter of content-defined chunks (src/bloom_signature.rs).
--- Stored as its versioned binary encoding (core/src/bloom_encoding.rs): a 10-byte header
+-- Stored as its versioned binary encoding (core/src/signatures/bloom_encoding.rs): a 10-byte header
 -- (version, k, m, chunk size) and m/8 bytes of bits. EXTENDED storage: the default
 -- 2048-bit filter is 266 bytes, large ones compress when sparse.
 CREATE TYPE bloom_signature (

@@ -1,5 +1,5 @@
 -- lsh_bands (src/lsh): the band keys of a minhash sketch, stored as their versioned binary
--- encoding (core/src/lsh_encoding.rs): a 6-byte header and 8 bytes per band.
+-- encoding (core/src/search/lsh_encoding.rs): a 6-byte header and 8 bytes per band.
 CREATE TYPE lsh_bands (
     INPUT = lsh_bands_in,
     OUTPUT = lsh_bands_out,

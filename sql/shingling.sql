@@ -1,5 +1,5 @@
 -- minhash_sketch and supershingle_vector (src/shingling), stored as their versioned binary
--- encodings (core/src/minhash_encoding.rs, core/src/supershingles.rs): a 4-byte header and
+-- encodings (core/src/signatures/minhash_encoding.rs, core/src/signatures/supershingles.rs): a 4-byte header and
 -- 4 bytes per minvalue (340 bytes by default); a 2-byte header and 8 bytes per supershingle
 -- (50 bytes by default). Minvalues are near-random, so sketches are stored uncompressed.
 CREATE TYPE minhash_sketch (

@@ -7,23 +7,18 @@
 #[cfg(any(test, feature = "pg_test"))]
 use pgrx::prelude::*;
 
+// A folder per SQL feature, and `support` for what they share (errors, memory bounds, stored
+// varlena types, arguments naming a table); each folder's tests sit beside its code.
 mod am;
-mod batch;
 mod bloom_signature;
 mod cluster_tracking;
 mod clusters;
-mod errors;
 mod hamming_query;
-mod join_keys;
 mod lsh;
-mod memory;
 mod neardup_keep;
-mod priority;
 mod shingling;
 mod simhash64;
-mod stored_type;
-mod table_args;
-mod text_functions;
+mod support;
 
 ::pgrx::pg_module_magic!(name, version);
 
@@ -31,7 +26,7 @@ mod text_functions;
 pub extern "C-unwind" fn _PG_init() {
     // The core's long loops (batch pairs, components, the text pipeline) stop at the
     // next cancellation point once statement_timeout or a cancel request arrives.
-    neardup_core::interrupts::set_handler(|| {
+    neardup_core::base::interrupts::set_handler(|| {
         pgrx::check_for_interrupts!();
     });
     am::options::init();
@@ -68,21 +63,21 @@ pub(crate) const FORCE_PARALLEL: &str = if cfg!(feature = "pg15") {
 };
 
 /// SQL-level tests, run inside a real backend by `cargo pgrx test` (`#[pg_schema]` needs an
-/// inline module, so the tests themselves live in `sql_tests.rs`).
+/// inline module, so the tests themselves live beside the code, in each folder's `tests.rs`).
 #[cfg(any(test, feature = "pg_test"))]
 #[pg_schema]
 mod tests {
     use pgrx::prelude::*;
-    include!("sql_tests.rs");
+    include!("simhash64/tests.rs");
     include!("am/sql_tests.rs");
     include!("am/merge_tests.rs");
-    include!("clusters_tests.rs");
+    include!("clusters/tests.rs");
     include!("cluster_tracking/tests.rs");
-    include!("bloom_signature_tests.rs");
+    include!("bloom_signature/tests.rs");
     include!("shingling/tests.rs");
     include!("lsh/tests.rs");
-    include!("neardup_keep_tests.rs");
+    include!("neardup_keep/tests.rs");
     include!("hamming_query/tests.rs");
     include!("hamming_query/batch_tests.rs");
-    include!("hardening_tests.rs");
+    include!("support/hardening_tests.rs");
 }

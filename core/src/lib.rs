@@ -1,39 +1,22 @@
 //! The pure-Rust core of neardup: no PostgreSQL in here, so every piece is tested with
 //! plain `cargo test` and can be fuzzed and benchmarked outside a backend.
 //!
-//! Pipeline: bytes → [`tokenizer`] (HTML stripped, entities decoded, Unicode case folding,
-//! tokens of letters/marks/digits) → [`features`] (word shingles or character n-grams,
-//! hashed with [`hash`]) → [`simhash`] (Charikar's 64-bit fingerprint), or [`minhash`]
-//! (Broder's sketch of the shingle set) and its [`supershingles`].
-//! Bloom signatures take another path: the canonical text cut into content-defined
-//! [`chunking`] chunks, each chunk an element ([`chunk_set`]) of a [`bloom`] filter.
+//! Pipeline: bytes → [`text::tokenizer`] (HTML stripped, entities decoded, Unicode case
+//! folding, tokens of letters/marks/digits) → [`text::features`] (word shingles or character
+//! n-grams, hashed with [`base::hash`]) → [`signatures::simhash`] (Charikar's 64-bit
+//! fingerprint), or [`signatures::minhash`] (Broder's sketch of the shingle set) and its
+//! [`signatures::supershingles`]. Bloom signatures take another path: the canonical text cut
+//! into content-defined [`text::chunking`] chunks, each chunk an element
+//! ([`signatures::chunk_set`]) of a [`signatures::bloom`] filter.
+//!
+//! The folders are layers: [`base`] (hashing, random streams, hex, interrupts), [`text`] (the
+//! text pipeline), [`signatures`] (the signatures and their stored encodings), [`search`] (the
+//! structures that find near signatures: permuted tables, index pages, LSH) and [`clusters`]
+//! (the algorithms over found pairs). A layer imports only the layers below it.
 
-pub mod ball_set;
-pub mod bloom;
-pub mod bloom_analysis;
-pub mod bloom_encoding;
-pub mod chars;
-pub mod chunk_set;
-pub mod chunking;
-pub mod cluster_plans;
-pub mod codec;
-pub mod components;
-pub mod entities;
-pub mod features;
-pub mod hash;
-pub mod hex;
-pub mod index_page;
-pub mod interrupts;
-pub mod lsh;
-pub mod lsh_encoding;
-pub mod merge_policy;
-pub mod minhash;
-pub mod minhash_encoding;
-pub mod nearest;
-pub mod permuted;
-pub mod refinement;
-pub mod representatives;
-pub mod simhash;
-pub mod splitmix;
-pub mod supershingles;
-pub mod tokenizer;
+// The layers, lowest first; each imports only the layers listed before it.
+pub mod base;
+pub mod clusters;
+pub mod search;
+pub mod signatures;
+pub mod text;

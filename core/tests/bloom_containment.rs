@@ -5,11 +5,11 @@
 
 mod debian_corpus;
 
-use neardup_core::bloom::{
+use neardup_core::signatures::bloom::{
     bloom_match, bloom_of, bloom_similarity, BloomParams, BloomSignature, DEFAULT_HASHES,
 };
-use neardup_core::bloom_analysis::{expected_match_ratio, paper_matched_bits_ratio};
-use neardup_core::chunk_set::for_each_element;
+use neardup_core::signatures::bloom_analysis::{expected_match_ratio, paper_matched_bits_ratio};
+use neardup_core::signatures::chunk_set::for_each_element;
 use std::collections::HashSet;
 
 fn elements(text: &[u8], params: BloomParams) -> Vec<u64> {

@@ -12,10 +12,12 @@
 
 mod debian_corpus;
 
-use neardup_core::bloom::{bloom_match, bloom_of, BloomParams, BloomSignature, BloomView};
-use neardup_core::chunk_set::for_each_element;
-use neardup_core::chunking::{for_each_chunk, ChunkSize};
-use neardup_core::tokenizer::for_each_token;
+use neardup_core::signatures::bloom::{
+    bloom_match, bloom_of, BloomParams, BloomSignature, BloomView,
+};
+use neardup_core::signatures::chunk_set::for_each_element;
+use neardup_core::text::chunking::{for_each_chunk, ChunkSize};
+use neardup_core::text::tokenizer::for_each_token;
 use std::hint::black_box;
 use std::time::Instant;
 

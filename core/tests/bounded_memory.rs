@@ -5,8 +5,8 @@
 // A global allocator is unsafe by nature; this is the only unsafe code in the core crate.
 #![allow(unsafe_code)]
 
-use neardup_core::features::FeatureOptions;
-use neardup_core::simhash::simhash_text;
+use neardup_core::signatures::simhash::simhash_text;
+use neardup_core::text::features::FeatureOptions;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 

@@ -4,9 +4,9 @@
 
 mod debian_corpus;
 
-use neardup_core::bloom::{bloom_text, BloomSignature};
-use neardup_core::chunking::{chunks, ChunkSize, MAX_CHUNK};
-use neardup_core::tokenizer::canonical;
+use neardup_core::signatures::bloom::{bloom_text, BloomSignature};
+use neardup_core::text::chunking::{chunks, ChunkSize, MAX_CHUNK};
+use neardup_core::text::tokenizer::canonical;
 
 /// xorshift64*, so a failure reproduces from the input's index.
 struct Rng(u64);

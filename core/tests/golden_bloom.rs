@@ -7,8 +7,8 @@
 //! `default`), text (with `\n`, `\t` and `\\` escaped), the chunk lengths in bytes
 //! (comma-separated), the signature's text form.
 
-use neardup_core::bloom::{bloom_text, BloomSignature};
-use neardup_core::chunking::{chunks, ChunkSize};
+use neardup_core::signatures::bloom::{bloom_text, BloomSignature};
+use neardup_core::text::chunking::{chunks, ChunkSize};
 
 mod golden_text;
 use golden_text::{rows, unescape};

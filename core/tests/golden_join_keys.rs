@@ -1,10 +1,10 @@
-//! Golden vectors of the join keys (`neardup_core::permuted`, "Manku's tables as an
+//! Golden vectors of the join keys (`neardup_core::search::permuted`, "Manku's tables as an
 //! equi-join"), which key tables store: (fingerprint, max_distance, blocks) → keys, and the
 //! key a pair is reported at (`tests/golden_join_keys.tsv`). A key table filled by one
 //! release is joined by the next, so if this test fails the block widths, the table order,
 //! the permutation or the key layout changed: a breaking change, not a test to update.
 
-use neardup_core::permuted::Layout;
+use neardup_core::search::permuted::Layout;
 
 #[allow(dead_code)]
 mod golden_text;
@@ -42,7 +42,7 @@ fn join_keys_are_unchanged() {
 #[ignore = "generates tests/golden_join_keys.tsv once; never regenerate to make a test pass"]
 fn generate() {
     let mut state = 0x5eed_u64;
-    let mut next = || neardup_core::splitmix::splitmix64_next(&mut state);
+    let mut next = || neardup_core::base::splitmix::splitmix64_next(&mut state);
     for (k, blocks) in [
         (0, 2),
         (1, 3),

@@ -5,9 +5,9 @@
 //! query computing the same keys: if this test fails, the band hash, the key layout or the
 //! choice of bands changed, which is a breaking change, not a test to update.
 
-use neardup_core::lsh::{params_for_threshold, Banding, VERIFIED_WEIGHTS};
-use neardup_core::lsh_encoding::BandKeys;
-use neardup_core::minhash::MinhashSketch;
+use neardup_core::search::lsh::{params_for_threshold, Banding, VERIFIED_WEIGHTS};
+use neardup_core::search::lsh_encoding::BandKeys;
+use neardup_core::signatures::minhash::MinhashSketch;
 
 // Shared with the other golden tests; this one reads no escaped text.
 #[allow(dead_code)]

@@ -9,9 +9,9 @@
 //! (with `\n`, `\t` and `\\` escaped), the sketch's text form, and the supershingles'
 //! text form, or `-` where the sketch size has none.
 
-use neardup_core::features::FeatureKind;
-use neardup_core::minhash::{minhash_text, MinhashOptions, MinhashSketch};
-use neardup_core::supershingles::{supershingles, SupershingleVector};
+use neardup_core::signatures::minhash::{minhash_text, MinhashOptions, MinhashSketch};
+use neardup_core::signatures::supershingles::{supershingles, SupershingleVector};
+use neardup_core::text::features::FeatureKind;
 
 mod golden_text;
 use golden_text::{rows, unescape};

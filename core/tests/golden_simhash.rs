@@ -5,9 +5,9 @@
 //! Format of `tests/golden_simhash.tsv` (repository root): shingle, ngram, fold_case, text
 //! (with `\n`, `\t` and `\\` escaped), expected hex.
 
-use neardup_core::features::FeatureOptions;
-use neardup_core::hex::format_hex64;
-use neardup_core::simhash::simhash_text;
+use neardup_core::base::hex::format_hex64;
+use neardup_core::signatures::simhash::simhash_text;
+use neardup_core::text::features::FeatureOptions;
 
 mod golden_text;
 use golden_text::{rows, unescape};

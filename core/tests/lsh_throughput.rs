@@ -7,8 +7,8 @@
 //!     --test lsh_throughput -- --ignored --nocapture
 //! ```
 
-use neardup_core::lsh::{params_for_threshold, BandPairs, SketchTable, VERIFIED_WEIGHTS};
-use neardup_core::minhash::{minhash_text, MinhashOptions};
+use neardup_core::search::lsh::{params_for_threshold, BandPairs, SketchTable, VERIFIED_WEIGHTS};
+use neardup_core::signatures::minhash::{minhash_text, MinhashOptions};
 use std::time::Instant;
 
 mod debian_corpus;

@@ -12,9 +12,9 @@
 //! Reads `pg_test_data/full/debian_descriptions.tsv` when it has been built, else the
 //! committed sample.
 
-use neardup_core::features::{for_each_feature, FeatureOptions};
-use neardup_core::minhash::{minhash_text, MinhashOptions};
-use neardup_core::supershingles::supershingles;
+use neardup_core::signatures::minhash::{minhash_text, MinhashOptions};
+use neardup_core::signatures::supershingles::supershingles;
+use neardup_core::text::features::{for_each_feature, FeatureOptions};
 use std::hint::black_box;
 use std::time::Instant;
 

@@ -2,11 +2,11 @@
 //! theory says, the index keys find exactly the vectors they should, and the stored forms
 //! round-trip and reject malformed input without panicking.
 
-use neardup_core::features::{for_each_feature, FeatureKind, FeatureOptions};
-use neardup_core::minhash::{jaccard, minhash_text, MinhashOptions, MinhashSketch};
-use neardup_core::supershingles::{
+use neardup_core::signatures::minhash::{jaccard, minhash_text, MinhashOptions, MinhashSketch};
+use neardup_core::signatures::supershingles::{
     b_similarity, megashingles, position_keys, supershingles, SupershingleVector,
 };
+use neardup_core::text::features::{for_each_feature, FeatureKind, FeatureOptions};
 use std::collections::HashSet;
 
 mod common;

@@ -2,11 +2,11 @@
 //! truncated UTF-8, markup fragments, entities, mixed scripts), through every entry point.
 //! Nothing may panic, and the pipeline's invariants must hold for each input.
 
-use neardup_core::chars::{classify, CharClass};
-use neardup_core::features::FeatureOptions;
-use neardup_core::hex::{format_hex64, parse_hex64};
-use neardup_core::simhash::simhash_text;
-use neardup_core::tokenizer::{canonical, tokens};
+use neardup_core::base::hex::{format_hex64, parse_hex64};
+use neardup_core::signatures::simhash::simhash_text;
+use neardup_core::text::chars::{classify, CharClass};
+use neardup_core::text::features::FeatureOptions;
+use neardup_core::text::tokenizer::{canonical, tokens};
 
 const INPUTS: usize = 1_000_000;
 

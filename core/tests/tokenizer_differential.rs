@@ -8,11 +8,11 @@
 
 use caseless::Caseless;
 use memchr::memmem;
-use neardup_core::chars::{classify, CharClass};
-use neardup_core::entities;
-use neardup_core::features::{for_each_feature, FeatureOptions};
-use neardup_core::hash::hash_bytes;
-use neardup_core::tokenizer::{tokens, HTML_ELEMENTS};
+use neardup_core::base::hash::hash_bytes;
+use neardup_core::text::chars::{classify, CharClass};
+use neardup_core::text::entities;
+use neardup_core::text::features::{for_each_feature, FeatureOptions};
+use neardup_core::text::tokenizer::{tokens, HTML_ELEMENTS};
 
 const INPUTS: usize = 1_000_000;
 

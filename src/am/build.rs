@@ -8,7 +8,7 @@ use super::page::{self, Kind, Locked, Role};
 use super::registry::REGISTRY_BLOCK;
 use super::run::{self, PageWriter};
 use super::spool::Spool;
-use neardup_core::index_page::{Meta, Tid};
+use neardup_core::search::index_page::{Meta, Tid};
 
 /// What a build scan collects: fingerprints with their TIDs, and the TIDs of NULL ones.
 #[derive(Default)]
@@ -82,7 +82,7 @@ unsafe fn for_each_indexed_row<F: FnMut(Option<u64>, Tid)>(
         )
     }
 }
-use neardup_core::permuted::Layout;
+use neardup_core::search::permuted::Layout;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 

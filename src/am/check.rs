@@ -18,13 +18,14 @@
 //! recovery), so every merge checks a page before it takes it, and VACUUM's sweep takes
 //! such pages out of the map.
 
+use super::blocks;
 use super::build::scan_table;
 use super::meta;
 use super::page::{self, Kind};
 use super::registry::Registry;
 use super::run;
-use crate::memory::RowBudget;
-use neardup_core::index_page::{children, entries, Dead, Run, Tid, Tree, NO_BLOCK};
+use crate::support::memory::RowBudget;
+use neardup_core::search::index_page::{children, entries, Dead, Run, Tid, Tree, NO_BLOCK};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
@@ -83,7 +84,7 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
         // Rows of the pending lists and the runs' NULL rows.
         let mut listed: Vec<(Tid, Option<u64>)> = Vec::new();
         for list in [&m.pending, &m.sealed].into_iter().filter(|l| l.id != 0) {
-            let pages = run::chain_blocks(rel, Kind::Pending, list.id, list.head).len();
+            let pages = blocks::chain_blocks(rel, Kind::Pending, list.id, list.head).len();
             if pages != list.pages as usize {
                 corrupt(format!(
                     "pending list {} has {pages} pages, the metapage says {}",
@@ -248,7 +249,7 @@ fn check_tree(
     tree: &Tree,
     fingerprint: impl Fn(u64) -> u64,
 ) -> Vec<(Tid, u64)> {
-    let chain = run::chain_blocks(rel, Kind::Table, r.id, tree.first_leaf);
+    let chain = blocks::chain_blocks(rel, Kind::Table, r.id, tree.first_leaf);
     if chain.len() != tree.leaves as usize {
         corrupt(format!(
             "run {} table {t}: {} leaves, the metapage says {}",
@@ -319,10 +320,10 @@ fn check_registry(rel: pg_sys::Relation) {
     for g in Registry::load(rel).garbage() {
         match &g.dead {
             Dead::Run(r) => {
-                run::run_blocks(rel, r);
+                blocks::run_blocks(rel, r);
             }
             Dead::List(l) => {
-                run::chain_blocks(rel, Kind::Pending, l.id, l.head);
+                blocks::chain_blocks(rel, Kind::Pending, l.id, l.head);
             }
         }
     }

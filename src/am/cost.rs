@@ -4,7 +4,7 @@
 //! for ORDER BY). ORDER BY without a radius is the lookup, then passes over table 0 and
 //! the pending pages, each a distance test per entry and no sort (see scan.rs): the first
 //! pass is in the startup cost, since with no row within max_distance (the usual case for a
-//! new query) the first row needs it; a full order needs the passes `neardup_core::nearest`
+//! new query) the first row needs it; a full order needs the passes `neardup_core::search::nearest`
 //! predicts for random fingerprints. Selectivity comes from the operators' estimators
 //! (genericcostestimate); pages already read by earlier loops of a nested loop are priced
 //! as cached (index_pages_fetched), so parameterized joins through the index look as cheap
@@ -14,8 +14,8 @@ use super::meta;
 use super::page;
 use super::scan::{pass_rows_cap, FIRST_PASS_ROWS, PASSES_BEFORE_SORTING};
 use crate::hamming_query::estimate::{batch_parts, Radius};
-use neardup_core::index_page;
-use neardup_core::nearest::passes_for_uniform;
+use neardup_core::search::index_page;
+use neardup_core::search::nearest::passes_for_uniform;
 use pgrx::prelude::*;
 use pgrx::{pg_sys, PgList};
 

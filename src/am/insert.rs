@@ -18,7 +18,7 @@ use super::merge::{self, STALL_AFTER_LIMITS};
 use super::meta;
 use super::options;
 use super::page::{self, Kind, Locked, Role, Xlog, META_BLOCK};
-use neardup_core::index_page::{Entry, List, Meta, ENTRY_SIZE, NO_BLOCK};
+use neardup_core::search::index_page::{Entry, List, Meta, ENTRY_SIZE, NO_BLOCK};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 

@@ -22,7 +22,7 @@
 //!
 //! A crash or an ERROR before 3 leaves pages owned by an id nothing refers to; VACUUM's
 //! sweep finds and frees them (`sweep`). The runs to merge are chosen by
-//! `neardup_core::merge_policy`.
+//! `neardup_core::search::merge_policy`.
 
 use super::build::choose_layout;
 use super::meta;
@@ -33,9 +33,9 @@ use super::registry::{self, REGISTRY_BLOCK};
 use super::run::{self, InUse, PageWriter};
 use super::spool::Spool;
 use super::vacuum_delay_point;
-use neardup_core::index_page::{Dead, Entry, List, Meta, Run, Tid, Tree, NO_BLOCK};
-use neardup_core::merge_policy::merge_from;
-use neardup_core::permuted::Layout;
+use neardup_core::search::index_page::{Dead, Entry, List, Meta, Run, Tid, Tree, NO_BLOCK};
+use neardup_core::search::merge_policy::merge_from;
+use neardup_core::search::permuted::Layout;
 use pgrx::pg_sys;
 
 fn merge_lock_mode() -> pg_sys::LOCKMODE {

@@ -39,7 +39,7 @@ fn an_index_grown_by_inserts_merges_runs_and_stays_exact() {
     let pending = (rows as u64).saturating_sub(m.run_rows());
     assert!(pending < 2 * 600 + 582, "{pending} rows still pending: {m:?}");
     let sizes: Vec<u64> = m.runs.iter().map(|r| r.rows).collect();
-    assert_eq!(neardup_core::merge_policy::merge_from(&sizes), None, "{sizes:?}");
+    assert_eq!(neardup_core::search::merge_policy::merge_from(&sizes), None, "{sizes:?}");
     assert_index_exact("docs", "simhash64");
     for q in ["'0123456789abcdef'::simhash64", "(SELECT fp FROM docs WHERE id = 77)"] {
         let (index, brute) = knn_both_ways("docs", q, Some(40));

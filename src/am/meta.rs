@@ -1,8 +1,8 @@
 //! Reading and writing the metapage (block 0).
 
 use super::page::{self, Kind, Locked, Xlog, META_BLOCK};
-use neardup_core::index_page::{Meta, Run};
-use neardup_core::permuted::Layout;
+use neardup_core::search::index_page::{Meta, Run};
+use neardup_core::search::permuted::Layout;
 use pgrx::pg_sys;
 
 /// A copy of the metapage, read under a share lock that is released on return.
@@ -30,14 +30,14 @@ pub unsafe fn decode(page: pg_sys::Page) -> Meta {
         let version = contents
             .get(4..8)
             .map(|v| u32::from_le_bytes(v.try_into().expect("4 bytes")));
-        if version.is_some_and(|v| v != neardup_core::index_page::VERSION) {
+        if version.is_some_and(|v| v != neardup_core::search::index_page::VERSION) {
             pgrx::ereport!(
                 ERROR,
                 pgrx::PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
                 format!(
                     "hamming index has format {}, this build of neardup reads format {}",
                     version.unwrap_or(0),
-                    neardup_core::index_page::VERSION
+                    neardup_core::search::index_page::VERSION
                 ),
                 "REINDEX the index (ALTER EXTENSION neardup UPDATE rebuilds every hamming index)."
             );

@@ -5,6 +5,7 @@
 //! index is made of, `merge` turns pending rows into runs and merges them; `check`
 //! verifies an index.
 
+mod blocks;
 mod build;
 mod check;
 mod cost;
@@ -140,13 +141,13 @@ fn with_index<R>(index: &str, read: impl FnOnce(pg_sys::Relation) -> R) -> R {
 
 /// The metapage of an index, by name (for the SQL tests).
 #[cfg(any(test, feature = "pg_test"))]
-pub fn meta_of(index: &str) -> neardup_core::index_page::Meta {
+pub fn meta_of(index: &str) -> neardup_core::search::index_page::Meta {
     with_index(index, meta::read)
 }
 
 /// The garbage in an index's registry, by name (for the SQL tests).
 #[cfg(any(test, feature = "pg_test"))]
-pub fn garbage_of(index: &str) -> Vec<neardup_core::index_page::Garbage> {
+pub fn garbage_of(index: &str) -> Vec<neardup_core::search::index_page::Garbage> {
     with_index(index, |rel| registry::Registry::load(rel).garbage())
 }
 

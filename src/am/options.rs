@@ -59,7 +59,7 @@ pub fn init() {
             c"Blocks the 64 bits are split into (0: chosen from the row count at build)".as_ptr(),
             0,
             0,
-            neardup_core::permuted::MAX_BLOCKS as i32,
+            neardup_core::search::permuted::MAX_BLOCKS as i32,
             pg_sys::AccessExclusiveLock as pg_sys::LOCKMODE,
         );
         pg_sys::add_int_reloption(

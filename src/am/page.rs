@@ -1,7 +1,7 @@
 //! Pages of a `hamming` index in PostgreSQL's buffer manager: locked-buffer handles that
 //! release on drop, the special space that identifies each page, and the GenericXLog guard
 //! through which every change after the build is written. The byte layout of the contents
-//! is drawn in `neardup_core::index_page`.
+//! is drawn in `neardup_core::search::index_page`.
 //!
 //! ```text
 //!  special space (PageTail, 16 bytes)
@@ -12,7 +12,7 @@
 //!  to; level: 1 for a directory page whose children are leaves, 2 above those, ...
 //! ```
 
-use neardup_core::index_page::{self, NO_BLOCK};
+use neardup_core::search::index_page::{self, NO_BLOCK};
 use pgrx::pg_sys;
 use std::mem::size_of;
 

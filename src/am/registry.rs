@@ -4,12 +4,12 @@
 //! long-running snapshot garbage piles up without bound, and a metapage that filled up
 //! would stop the merges. Only the holder of the merge lock reads or changes it (merges,
 //! VACUUM's last step), so its pages are locked only against the checker and checkpoints.
-//! The record layout is drawn in `neardup_core::index_page`.
+//! The record layout is drawn in `neardup_core::search::index_page`.
 
+use super::blocks;
 use super::meta;
 use super::page::{self, Kind, Locked, Role, Xlog, META_BLOCK};
-use super::run;
-use neardup_core::index_page::{Dead, Garbage, Meta, NO_BLOCK};
+use neardup_core::search::index_page::{Dead, Garbage, Meta, NO_BLOCK};
 use pgrx::pg_sys;
 
 /// Block 1: the first registry page (an empty "interlock" page in format 2, which reads
@@ -328,7 +328,7 @@ fn full_xid(next: u64, xid: u32) -> u64 {
 /// The pages of a run or list merged away.
 fn blocks_of(index: pg_sys::Relation, dead: &Dead) -> Vec<u32> {
     match dead {
-        Dead::Run(r) => run::run_blocks(index, r),
-        Dead::List(l) => run::chain_blocks(index, Kind::Pending, l.id, l.head),
+        Dead::Run(r) => blocks::run_blocks(index, r),
+        Dead::List(l) => blocks::chain_blocks(index, Kind::Pending, l.id, l.head),
     }
 }

@@ -1,7 +1,7 @@
 //! Writing and walking runs: each permuted table of a run is a static B+-tree, written
 //! bottom-up in one pass over its sorted entries (leaves first, chained left to right, then
 //! each directory level over the one below), the rows whose fingerprint is NULL in a chain of
-//! pending pages beside them. Layouts are drawn in `neardup_core::index_page`.
+//! pending pages beside them. Layouts are drawn in `neardup_core::search::index_page`.
 //!
 //! Pages are filled in memory and written whole, one at a time, so that no buffer lock is
 //! held between pages: a held lock holds off interrupts, and writing a run takes long.
@@ -9,11 +9,11 @@
 use super::meta;
 use super::page::{self, Kind, Locked, Role, Xlog};
 use super::registry::{Registry, REGISTRY_BLOCK};
-use neardup_core::index_page::{
-    child_for, children, entries, write_child, Entry, Garbage, Meta, Run, Tid, Tree,
-    CHILDREN_PER_PAGE, CHILD_SIZE, ENTRY_SIZE, NO_BLOCK,
+use neardup_core::search::index_page::{
+    child_for, entries, write_child, Entry, Garbage, Meta, Run, Tid, Tree, CHILDREN_PER_PAGE,
+    CHILD_SIZE, ENTRY_SIZE, NO_BLOCK,
 };
-use neardup_core::permuted::Layout;
+use neardup_core::search::permuted::Layout;
 use pgrx::pg_sys;
 
 /// Where new pages come from and how they reach the WAL.
@@ -381,47 +381,6 @@ pub fn for_each_pending(
             block = page::next(locked.page());
         }
     }
-}
-
-/// Every block of a run: its directories, leaves and NULL rows.
-pub fn run_blocks(index: pg_sys::Relation, run: &Run) -> Vec<u32> {
-    let mut blocks = Vec::new();
-    for tree in &run.tables {
-        let mut stack: Vec<u32> = (tree.root != NO_BLOCK)
-            .then_some(tree.root)
-            .into_iter()
-            .collect();
-        while let Some(block) = stack.pop() {
-            pgrx::check_for_interrupts!();
-            blocks.push(block);
-            let locked = page::read_owned(index, block, Kind::Directory, run.id);
-            // SAFETY: a locked directory page.
-            unsafe {
-                let kids = children(page::contents(locked.page())).map(|(_, c)| c);
-                if page::level(locked.page()) == 1 {
-                    blocks.extend(kids);
-                } else {
-                    stack.extend(kids);
-                }
-            }
-        }
-    }
-    blocks.extend(chain_blocks(index, Kind::Pending, run.id, run.nulls_head));
-    blocks
-}
-
-/// The blocks of a chain of leaves or pending pages, from `head` on.
-pub fn chain_blocks(index: pg_sys::Relation, kind: Kind, owner: u32, head: u32) -> Vec<u32> {
-    let mut blocks = Vec::new();
-    let mut block = head;
-    while block != NO_BLOCK {
-        pgrx::check_for_interrupts!();
-        blocks.push(block);
-        let locked = page::read_owned(index, block, kind, owner);
-        // SAFETY: a locked pending page.
-        block = unsafe { page::next(locked.page()) };
-    }
-    blocks
 }
 
 /// Calls `emit` with the entries of table `t` of every input run in key order: a merge of

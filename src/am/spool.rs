@@ -22,8 +22,8 @@
 //! Rows with a NULL fingerprint are only TIDs (they go to the pending list) and stay in
 //! memory, 8 bytes each.
 
-use neardup_core::index_page::Tid;
-use neardup_core::permuted::Layout;
+use neardup_core::search::index_page::Tid;
+use neardup_core::search::permuted::Layout;
 use pgrx::pg_sys;
 
 /// Bytes a row costs in memory: the row and the permuted copy being sorted.

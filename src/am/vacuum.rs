@@ -32,7 +32,7 @@ use super::pause;
 use super::registry;
 use super::run;
 use super::vacuum_delay_point;
-use neardup_core::index_page::{entries, Dead, List, Meta, Run, Tid, ENTRY_SIZE, NO_BLOCK};
+use neardup_core::search::index_page::{entries, Dead, List, Meta, Run, Tid, ENTRY_SIZE, NO_BLOCK};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use std::collections::HashMap;

@@ -1,5 +1,5 @@
 //! The queries that carry out a statement's cluster maintenance. Inputs are read with one
-//! query per step, the decisions come from `neardup_core::cluster_plans`, and the writes
+//! query per step, the decisions come from `neardup_core::clusters::cluster_plans`, and the writes
 //! go back as set-based statements over arrays.
 //!
 //! The cluster table has the columns `(id bigint PRIMARY KEY, cluster_id bigint NOT NULL,
@@ -12,9 +12,9 @@
 //! compares its rows with the whole table.
 
 use super::{Method, Threshold, TrackingArgs, ADVISORY_LOCK_SPACE};
-use crate::errors;
 use crate::shingling::Minhash;
-use neardup_core::cluster_plans::{
+use crate::support::errors;
+use neardup_core::clusters::cluster_plans::{
     plan_insert, plan_representatives, plan_split, plan_split_minhash, Neighbor,
 };
 use pgrx::datum::DatumWithOid;
@@ -648,7 +648,7 @@ pub(crate) fn near_condition(
     }
 }
 
-/// The priority checked as sort keys of `table` (see `crate::priority`), once per backend
+/// The priority checked as sort keys of `table` (see `crate::clusters::priority`), once per backend
 /// for each table and text: a single-row INSERT would otherwise pay for a parse and an
 /// analysis on every statement.
 fn checked_priority(table: &str, priority: &str) -> String {
@@ -659,7 +659,7 @@ fn checked_priority(table: &str, priority: &str) -> String {
     if let Some(done) = CHECKED.with(|c| c.borrow().get(&key).cloned()) {
         return done;
     }
-    let done = crate::priority::checked("neardup_track_clusters", table, priority);
+    let done = crate::clusters::priority::checked("neardup_track_clusters", table, priority);
     CHECKED.with(|c| c.borrow_mut().insert(key, done.clone()));
     done
 }

@@ -29,7 +29,7 @@
 //! The triggers are statement-level with transition tables, so `INSERT … SELECT` of a
 //! million rows searches its neighbours in one join and writes the clusters in a few
 //! statements instead of a round of queries per row. What each statement does is planned by
-//! `neardup_core::cluster_plans`; `maintain` turns the plans into queries.
+//! `neardup_core::clusters::cluster_plans`; `maintain` turns the plans into queries.
 //!
 //! Concurrency: every statement that changes the clusters first takes a transaction-level
 //! advisory lock on the cluster table, and every query after it takes a fresh snapshot
@@ -40,8 +40,8 @@
 
 mod maintain;
 
-use crate::errors;
-use crate::table_args::{checked_distance, quote_ident};
+use crate::support::errors;
+use crate::support::table_args::{checked_distance, quote_ident};
 #[cfg(any(test, feature = "pg_test"))]
 pub(crate) use maintain::near_condition;
 use maintain::{Maintainer, Rows};
@@ -199,7 +199,7 @@ impl TrackingArgs {
                     args[3]
                 ))
             });
-            if let Err(e) = neardup_core::lsh::check_threshold(value) {
+            if let Err(e) = neardup_core::search::lsh::check_threshold(value) {
                 errors::invalid_parameter(format!("neardup_track_clusters: {e}"));
             }
             Threshold::Jaccard(value)

@@ -5,10 +5,10 @@
 //! Text form `(0123456789abcdef,3)`: the center as `simhash64` prints it, then the radius.
 //! Binary form: the center as 8 bytes and the radius as 4, network order.
 
-use crate::errors;
 use crate::simhash64::Simhash64;
-use neardup_core::hex::{format_hex64, parse_hex64};
-use neardup_core::simhash::hamming;
+use crate::support::errors;
+use neardup_core::base::hex::{format_hex64, parse_hex64};
+use neardup_core::signatures::simhash::hamming;
 use pgrx::callconv::{Arg, ArgAbi, BoxRet, FcInfo};
 use pgrx::datum::Datum;
 use pgrx::pgrx_sql_entity_graph::metadata::{

@@ -1,4 +1,4 @@
-//! `hamming_batch`: many keyed balls of one radius in one value (`neardup_core::ball_set`),
+//! `hamming_batch`: many keyed balls of one radius in one value (`neardup_core::search::ball_set`),
 //! the right-hand side of `fp <@@ batch`, "within the radius of any of them" (not `<@`,
 //! which would make `fp <@ '(…)'` ambiguous between a ball and a batch). It is how a
 //! batch check reaches a shard through postgres_fdw as one remote statement: the value is
@@ -11,11 +11,11 @@
 //! (the centers sorted into permuted tables) is made once per call site and batch, and
 //! sorted whatever its size (see `lookup_budget`).
 
-use crate::errors;
-use crate::stored_type::{rest_of_message, stored_type, varlena_bytes, StoredBytes};
-use neardup_core::ball_set::BallLookup;
-use neardup_core::ball_set::BallSet;
-use neardup_core::codec::DecodeError;
+use crate::support::errors;
+use crate::support::stored_type::{rest_of_message, stored_type, varlena_bytes, StoredBytes};
+use neardup_core::search::ball_set::BallLookup;
+use neardup_core::search::ball_set::BallSet;
+use neardup_core::signatures::codec::DecodeError;
 use pgrx::fcinfo::pg_getarg_datum_raw;
 use pgrx::prelude::*;
 use pgrx::Internal;
@@ -268,7 +268,7 @@ impl Identity {
             if varatt_is_4b_c(ptr) {
                 let bytes = std::slice::from_raw_parts(ptr.cast::<u8>(), varsize_any(ptr));
                 return Some(Identity::Compressed(
-                    neardup_core::hash::hash_bytes(bytes),
+                    neardup_core::base::hash::hash_bytes(bytes),
                     bytes.len(),
                 ));
             }

@@ -1,7 +1,7 @@
 //! `hamming(bigint, bigint)`: the distance on the bigint columns perceptual hashes are often
 //! already stored in (the `simhash64` overload lives in `simhash64/operators.rs`).
 
-use neardup_core::simhash::hamming;
+use neardup_core::signatures::simhash::hamming;
 use pgrx::prelude::*;
 
 #[pg_extern(immutable, strict, parallel_safe, name = "hamming")]

@@ -21,7 +21,9 @@ pub(crate) mod batch;
 mod catalog;
 mod distance;
 pub(crate) mod estimate;
+mod join_keys;
 mod nodes;
+mod pairs;
 mod rewrite;
 mod within;
 
@@ -69,7 +71,7 @@ pgrx::extension_sql!(
     name = "hamming_batch_shell"
 );
 
-// A varlena: 8 bytes of header and 16 per ball (neardup_core::ball_set).
+// A varlena: 8 bytes of header and 16 per ball (neardup_core::search::ball_set).
 pgrx::extension_sql!(
     r#"
 CREATE TYPE hamming_batch (

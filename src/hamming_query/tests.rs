@@ -1,7 +1,7 @@
 // SQL tests of src/hamming_query: hamming_ball, <@ / @>, hamming_within, its support
 // function, and the planner hook's rewrite (which applies only to columns with a `hamming`
 // index, keeping the bound as written beside its `hamming_within`). Included in lib.rs's `tests` schema module next
-// to sql_tests.rs, whose helpers (text, int, boolean, is_null, sqlstate) they use. Every
+// to simhash64/tests.rs, whose helpers (text, int, boolean, is_null, sqlstate) they use. Every
 // answer is compared with a bit count computed without any neardup function: PostgreSQL's
 // own `bit_count((x # y)::bit(64))`.
 

@@ -7,7 +7,7 @@ use super::estimate::{clause_selectivity, radius_of, Radius};
 use super::nodes::{int4larger, list_nodes, node_list};
 use super::rewrite::{GENERATED, INT4_LE};
 use crate::simhash64::Simhash64;
-use neardup_core::simhash::hamming;
+use neardup_core::signatures::simhash::hamming;
 use pgrx::pg_sys::{self, Node};
 use pgrx::prelude::*;
 use pgrx::{is_a, Internal};

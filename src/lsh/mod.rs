@@ -1,4 +1,4 @@
-//! MinHash LSH in SQL: the `lsh_bands` type (a sketch's band keys, `neardup_core::lsh`),
+//! MinHash LSH in SQL: the `lsh_bands` type (a sketch's band keys, `neardup_core::search::lsh`),
 //! `lsh_params`, the functions that band a sketch, the operator `&&` ("share at least one
 //! band") with its GIN operator class (`gin`), and the whole-table `minhash_pairs`
 //! (`pairs`). Type, operator, cast and operator class are `sql/lsh.sql`.
@@ -6,11 +6,11 @@
 mod gin;
 pub(crate) mod pairs;
 
-use crate::errors;
 use crate::shingling::{Minhash, Supershingles};
-use crate::stored_type::{rest_of_message, stored_type, StoredBytes};
-use neardup_core::lsh::{params_for_threshold, share_a_band, Banding, VERIFIED_WEIGHTS};
-use neardup_core::lsh_encoding::BandKeys;
+use crate::support::errors;
+use crate::support::stored_type::{rest_of_message, stored_type, StoredBytes};
+use neardup_core::search::lsh::{params_for_threshold, share_a_band, Banding, VERIFIED_WEIGHTS};
+use neardup_core::search::lsh_encoding::BandKeys;
 use pgrx::prelude::*;
 use pgrx::Internal;
 use std::cell::Cell;

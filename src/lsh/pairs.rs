@@ -1,18 +1,18 @@
 //! `minhash_pairs`: every verified LSH pair of a table in one call. The sketches are read
 //! into memory bounded by `maintenance_work_mem`; the pairs come one at a time from
-//! `neardup_core::lsh::BandPairs` (one band sorted at a time, candidates verified by the
+//! `neardup_core::search::lsh::BandPairs` (one band sorted at a time, candidates verified by the
 //! Jaccard estimate, each pair reported by the first band it shares), so a table of one
 //! repeated text streams its n²/2 pairs into the executor's tuplestore, which spills past
 //! `work_mem`, and the call can be cancelled at any point.
 
 use super::banding_for_threshold;
-use crate::errors;
-use crate::memory::RowBudget;
 use crate::shingling::Minhash;
-use crate::stored_type::type_is_named;
-use crate::table_args::{check_integer_key, for_each_row, quote_ident, relation_name};
-use neardup_core::lsh::{BandPairs, Banding, SketchTable};
-use neardup_core::minhash::{jaccard, MinhashSketch};
+use crate::support::errors;
+use crate::support::memory::RowBudget;
+use crate::support::stored_type::type_is_named;
+use crate::support::table_args::{check_integer_key, for_each_row, quote_ident, relation_name};
+use neardup_core::search::lsh::{BandPairs, Banding, SketchTable};
+use neardup_core::signatures::minhash::{jaccard, MinhashSketch};
 use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
 
@@ -129,7 +129,7 @@ fn minhash_pairs(
     else {
         return TableIterator::new(Vec::new());
     };
-    if let Err(e) = neardup_core::lsh::check_threshold(threshold) {
+    if let Err(e) = neardup_core::search::lsh::check_threshold(threshold) {
         errors::invalid_parameter(format!("minhash_pairs: {e}"));
     }
     let relation = relation_name("minhash_pairs", tbl);

@@ -1,7 +1,7 @@
 //! The GIN operator class of `supershingle_vector` for `%` (B-similar at
 //! `neardup.b_similarity_threshold` = t).
 //!
-//! Every vector is indexed under two kinds of bigint keys (`neardup_core::supershingles`):
+//! Every vector is indexed under two kinds of bigint keys (`neardup_core::signatures::supershingles`):
 //! one *position key* per supershingle (hash of position and value) and one *megashingle*
 //! per pair of positions (hash of both positions and values). Two vectors that agree in s
 //! positions share exactly s position keys and C(s, 2) megashingles, up to 64-bit hash
@@ -16,7 +16,7 @@
 //! common supershingle such as that of an empty text.
 
 use super::{Supershingles, B_SIMILARITY_THRESHOLD};
-use neardup_core::supershingles::{megashingles, position_keys};
+use neardup_core::signatures::supershingles::{megashingles, position_keys};
 use pgrx::fcinfo::{pg_getarg, pg_getarg_datum_raw};
 use pgrx::prelude::*;
 use pgrx::Internal;

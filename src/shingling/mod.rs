@@ -1,14 +1,14 @@
 //! Broder's shingling in SQL (Henzinger's Alg. B): `minhash_sketch`, `supershingle_vector`,
 //! their functions, the B-similarity operator `%` and its GIN operator class (`gin`). The
-//! sketches, supershingles, index keys and encodings are `neardup_core::{minhash,
+//! sketches, supershingles, index keys and encodings are `neardup_core::{signatures::minhash,
 //! supershingles}`; types, operators and the operator class are `sql/shingling.sql`.
 
 pub(crate) mod gin;
 
-use crate::errors;
-use crate::stored_type::{rest_of_message, stored_type, StoredBytes};
-use neardup_core::minhash::{jaccard, minhash_text, MinhashOptions, MinhashSketch};
-use neardup_core::supershingles::{
+use crate::support::errors;
+use crate::support::stored_type::{rest_of_message, stored_type, StoredBytes};
+use neardup_core::signatures::minhash::{jaccard, minhash_text, MinhashOptions, MinhashSketch};
+use neardup_core::signatures::supershingles::{
     b_similarity, supershingles, SupershingleVector, MAX_SUPERSHINGLES,
 };
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};

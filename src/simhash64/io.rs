@@ -2,8 +2,8 @@
 //! `0x` prefix). Binary: 8 bytes in network order, as `bigint` sends them.
 
 use super::Simhash64;
-use crate::errors;
-use neardup_core::hex::{format_hex64, parse_hex64};
+use crate::support::errors;
+use neardup_core::base::hex::{format_hex64, parse_hex64};
 use pgrx::prelude::*;
 use pgrx::Internal;
 use std::ffi::{CStr, CString};

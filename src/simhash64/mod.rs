@@ -6,6 +6,7 @@
 mod datum;
 mod io;
 mod operators;
+mod text;
 
 pub use datum::Simhash64;
 

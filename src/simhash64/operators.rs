@@ -2,7 +2,7 @@
 //! The operators themselves and the operator classes are declared in `sql/simhash64.sql`.
 
 use super::Simhash64;
-use neardup_core::simhash::hamming as core_hamming;
+use neardup_core::signatures::simhash::hamming as core_hamming;
 use pgrx::prelude::*;
 
 macro_rules! comparisons {

@@ -333,7 +333,7 @@ CREATE INDEX ingest_fp ON ingest USING hamming (fp) WITH (pending_limit = 600);
 -- that merges of the largest run go table by table.
 INSERT INTO ingest (fp) SELECT fp::simhash64 FROM gen ORDER BY random();
 INSERT INTO ingest (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 50000);
--- The metapage and page layouts are drawn in core/src/index_page.rs and src/am/page.rs.
+-- The metapage and page layouts are drawn in core/src/search/index_page.rs and src/am/page.rs.
 CREATE FUNCTION page_u32(p bytea, at int) RETURNS bigint LANGUAGE sql IMMUTABLE AS
 $$ SELECT get_byte(p, at) + (get_byte(p, at + 1) << 8) + (get_byte(p, at + 2) << 16) + (get_byte(p, at + 3)::bigint << 24) $$;
 -- A u32 of the metapage after the page header: 48 merging (the id of the run a merge is

@@ -18,7 +18,7 @@
 # (e) an INSERT cancelled while its backend writes a run: the run's pages are nobody's,
 #     lookups and the check ignore them, and VACUUM frees them all.
 # The metapage and the pages' owners are read with pageinspect, at the offsets drawn in
-# core/src/index_page.rs and src/am/page.rs.
+# core/src/search/index_page.rs and src/am/page.rs.
 # Own cluster in /tmp/neardup-index-merges with shared_preload_libraries = 'neardup'.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -67,7 +67,7 @@ SELECT row_number() OVER () AS pid, fp FROM (
 ) s;
 CREATE TABLE docs (id bigserial PRIMARY KEY, n int, fp simhash64);
 CREATE INDEX docs_fp ON docs USING hamming (fp) WITH (pending_limit = 1000);
--- Reading the index's pages (layouts in core/src/index_page.rs and src/am/page.rs).
+-- Reading the index's pages (layouts in core/src/search/index_page.rs and src/am/page.rs).
 CREATE FUNCTION page_u32(p bytea, at int) RETURNS bigint LANGUAGE sql IMMUTABLE AS
 $$ SELECT get_byte(p, at) + (get_byte(p, at + 1) << 8) + (get_byte(p, at + 2) << 16) + (get_byte(p, at + 3)::bigint << 24) $$;
 -- A u32 of the metapage's contents (after the 24-byte page header), -1 if block 0 is not
@@ -192,7 +192,7 @@ ids=$(meta next_id) runs=$(meta runs)
 # Every pending list written as a run took two ids (its successor's, the run's): 200,000
 # rows in lists of 1,000 to 4,000 rows take 100 or more (a broken trigger, a handful).
 ((ids > 40)) || fail "[$STAGE] only $ids ids taken: the pending list was seldom written as a run"
-# Runs merge as core/src/merge_policy.rs says: each holds several times the rows of all
+# Runs merge as core/src/search/merge_policy.rs says: each holds several times the rows of all
 # smaller ones, so 200 lists of ~1,000-1,700 rows leave a handful of runs, not hundreds
 # (at most 8: slack for flushes skipped while another session held the merge lock).
 ((runs >= 1 && runs <= 8)) || fail "[$STAGE] $runs runs after the load: merges did not keep them few"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # VACUUM folds a hamming index's pending list into runs (as GIN's VACUUM folds its fast-update
 # list), whatever its size, and the index stays exact: the metapage (read raw through
-# pageinspect; its layout is drawn in core/src/index_page.rs) shows the pending pages before
+# pageinspect; its layout is drawn in core/src/search/index_page.rs) shows the pending pages before
 # and none after, with the rows in runs.
 set -euo pipefail
 psql -qX -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS vacuum_folds" -c "CREATE DATABASE vacuum_folds" >/dev/null
@@ -21,7 +21,7 @@ run -c "CREATE EXTENSION neardup" -c "CREATE EXTENSION pageinspect" \
 [[ $(runs) == 1 && $(pending_pages) -ge 8 ]] || fail "before VACUUM: $(runs) runs, $(pending_pages) pending pages"
 run -c "VACUUM d"
 [[ $(pending_pages) == 0 ]] || fail "after VACUUM: $(pending_pages) pending pages"
-# 5,000 rows are more than an eighth of 20,000 (core/src/merge_policy.rs): merged into one.
+# 5,000 rows are more than an eighth of 20,000 (core/src/search/merge_policy.rs): merged into one.
 [[ $(runs) == 1 ]] || fail "after VACUUM: $(runs) runs"
 [[ $(run -c "SELECT hamming_index_check('d_fp')") == 25000 ]] || fail "check count"
 probe="SELECT count(*) FROM d, (SELECT fp AS q FROM d TABLESAMPLE SYSTEM (1) REPEATABLE (3) LIMIT 20) p WHERE"

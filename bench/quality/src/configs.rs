@@ -2,10 +2,10 @@
 
 use crate::corpus::Corpus;
 use crate::prehashed::PreHashedMap;
-use neardup_core::features::{for_each_feature, FeatureOptions};
-use neardup_core::hash::hash_bytes;
-use neardup_core::simhash::{simhash_text, simhash_weighted};
-use neardup_core::tokenizer::for_each_token;
+use neardup_core::base::hash::hash_bytes;
+use neardup_core::signatures::simhash::{simhash_text, simhash_weighted};
+use neardup_core::text::features::{for_each_feature, FeatureOptions};
+use neardup_core::text::tokenizer::for_each_token;
 use std::time::Instant;
 
 enum Method<'a> {
@@ -36,7 +36,7 @@ impl Config<'_> {
                 simhash_weighted(features.into_iter().map(|h| (h, 1.0)))
             }
             Method::Combined(options) => {
-                let mut counter = neardup_core::simhash::SimhashCounter::default();
+                let mut counter = neardup_core::signatures::simhash::SimhashCounter::default();
                 for o in options {
                     for_each_feature(text, o, |h| counter.add(h));
                 }

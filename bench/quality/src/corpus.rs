@@ -4,8 +4,8 @@
 //! not count several times in a sample or pair with its own copy.
 
 use crate::prehashed::PreHashedMap;
-use neardup_core::features::{for_each_feature, FeatureOptions};
-use neardup_core::tokenizer::for_each_token;
+use neardup_core::text::features::{for_each_feature, FeatureOptions};
+use neardup_core::text::tokenizer::for_each_token;
 use std::collections::HashSet;
 use std::io;
 use std::path::Path;

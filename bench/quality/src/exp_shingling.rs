@@ -16,11 +16,11 @@ use crate::rng::Rng;
 use crate::stats::Table;
 use crate::supershingle_join::agreeing_pairs;
 use crate::units::Units;
-use neardup_core::features::FeatureOptions;
-use neardup_core::minhash::{self, minhash_text, MinhashOptions, MinhashSketch};
-use neardup_core::permuted::all_pairs;
-use neardup_core::simhash::{hamming, simhash_text};
-use neardup_core::supershingles::supershingles;
+use neardup_core::search::permuted::all_pairs;
+use neardup_core::signatures::minhash::{self, minhash_text, MinhashOptions, MinhashSketch};
+use neardup_core::signatures::simhash::{hamming, simhash_text};
+use neardup_core::signatures::supershingles::supershingles;
+use neardup_core::text::features::FeatureOptions;
 use std::time::Instant;
 
 const SEED: u64 = 6;

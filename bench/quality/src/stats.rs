@@ -1,7 +1,7 @@
 //! Hamming-distance tallies, their evaluation over configs, and table printing.
 
 use crate::configs::Config;
-use neardup_core::simhash::hamming;
+use neardup_core::signatures::simhash::hamming;
 
 /// The near-duplicate threshold under evaluation: fingerprints at most this many bits
 /// apart are reported as near-duplicates.

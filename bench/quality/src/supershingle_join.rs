@@ -4,7 +4,7 @@
 //! the first position where it agrees, so each pair comes out once without a set to
 //! dedupe millions of pairs (a family of 2,000 sibling packages shares all six positions).
 
-use neardup_core::supershingles::{b_similarity, SupershingleVector};
+use neardup_core::signatures::supershingles::{b_similarity, SupershingleVector};
 
 /// `(a, b, B-similarity)` with `a < b`, B-similarity at least 1.
 pub fn agreeing_pairs(vectors: &[SupershingleVector]) -> Vec<(u32, u32, u32)> {

@@ -8,9 +8,9 @@
 //! collapsed into one unit and counted on their own.
 
 use crate::corpus::{jaccard, rank_by_frequency, shingle_set, token_count, Corpus, Doc};
-use neardup_core::features::{FeatureKind, FeatureOptions};
-use neardup_core::minhash::DEFAULT_SHINGLE;
-use neardup_core::tokenizer::canonical;
+use neardup_core::signatures::minhash::DEFAULT_SHINGLE;
+use neardup_core::text::features::{FeatureKind, FeatureOptions};
+use neardup_core::text::tokenizer::canonical;
 use std::collections::HashMap;
 
 /// The minhash's features: 8-word shingles, case folded. A text of 1 to 7 tokens has a

@@ -5,8 +5,8 @@
 use crate::am::meta;
 use crate::am::registry;
 use crate::am::run;
-use neardup_core::index_page::{Entry, Meta, Run, Tid};
-use neardup_core::permuted::{Layout, SortedTables};
+use neardup_core::search::index_page::{Entry, Meta, Run, Tid};
+use neardup_core::search::permuted::{Layout, SortedTables};
 use pgrx::pg_sys;
 use std::collections::HashMap;
 

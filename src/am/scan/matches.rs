@@ -6,7 +6,7 @@
 //! A *probe* is a center and a radius within max_distance: in every permuted table of every
 //! run, the entries sharing the permuted center's leading blocks (a descent of the table's
 //! directory to the first leaf that may hold them, then the leaves in order), checked for
-//! distance (exact by the pigeonhole argument, see `neardup_core::permuted`); then the
+//! distance (exact by the pigeonhole argument, see `neardup_core::search::permuted`); then the
 //! pending rows and, from a scan's second probe on, the rows of the small runs, both from
 //! memory. A ball makes one probe, a batch one per center (a row near several centers is
 //! reported by the first ball that contains it). A radius beyond max_distance, or no
@@ -16,9 +16,9 @@ use super::cache::{compared_from_memory, for_each_row_in, Row, ScanCache};
 use super::Query;
 use crate::am::page::{self, Kind};
 use crate::am::run;
-use neardup_core::ball_set::BallLookup;
-use neardup_core::index_page::{entries, lower_bound, Tid, ENTRY_SIZE, NO_BLOCK};
-use neardup_core::simhash::hamming;
+use neardup_core::search::ball_set::BallLookup;
+use neardup_core::search::index_page::{entries, lower_bound, Tid, ENTRY_SIZE, NO_BLOCK};
+use neardup_core::signatures::simhash::hamming;
 use pgrx::pg_sys;
 use std::rc::Rc;
 

@@ -22,7 +22,7 @@ use crate::hamming_query::batch;
 use crate::hamming_query::HammingBall;
 use cache::{Row, ScanCache};
 use matches::Matches;
-use neardup_core::ball_set::BallLookup;
+use neardup_core::search::ball_set::BallLookup;
 use ordered::{distance, Hit, Ordered, NULL_DISTANCE};
 use pgrx::prelude::*;
 use pgrx::{pg_sys, PgMemoryContexts};

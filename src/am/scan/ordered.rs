@@ -3,7 +3,7 @@
 //! First, when the rows within max_distance of `q` are few (at most a pass's cap), they come
 //! from a probe of the tables (`Matches`), sorted. Then, only if the scan goes on, passes
 //! over each run's table 0, the NULL rows and the pending rows each keep the next nearest
-//! rows (`neardup_core::nearest`: a pass ends where it has kept its target, inside a
+//! rows (`neardup_core::search::nearest`: a pass ends where it has kept its target, inside a
 //! crowded distance if need be, and the next one starts just after it), so no pass sorts or
 //! holds the whole index. A scan with conditions (`<@` balls, `<@@` batches) sorts what
 //! they select when it is few, and otherwise makes the same passes over the rows that pass
@@ -16,10 +16,10 @@ use super::cache::{for_each_row_in, Row, ScanCache};
 use super::matches::Matches;
 use super::Query;
 use crate::am::run;
-use neardup_core::index_page::{entries, Tid};
-use neardup_core::nearest::{pass_target, NearestPass, Start, NULL_BUCKET};
-use neardup_core::permuted::Permutation;
-use neardup_core::simhash::hamming;
+use neardup_core::search::index_page::{entries, Tid};
+use neardup_core::search::nearest::{pass_target, NearestPass, Start, NULL_BUCKET};
+use neardup_core::search::permuted::Permutation;
+use neardup_core::signatures::simhash::hamming;
 use pgrx::pg_sys;
 use std::cmp::Ordering;
 

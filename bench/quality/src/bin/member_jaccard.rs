@@ -5,7 +5,7 @@
 //!
 //! Usage: member_jaccard CORPUS.tsv NAME=PAIRS.tsv...   (bench/clusters_quality.sh runs it)
 
-use neardup_core::features::{for_each_feature, FeatureKind, FeatureOptions};
+use neardup_core::text::features::{for_each_feature, FeatureKind, FeatureOptions};
 use std::collections::HashMap;
 
 const THRESHOLDS: [f64; 3] = [0.5, 0.8, 0.9];

@@ -1,0 +1,10 @@
+//! Finding near signatures: permuted tables, the index's page encodings and merge policy, ball
+//! sets, nearest-first passes, MinHash LSH. Imports `base`, `text` and `signatures`.
+
+pub mod ball_set;
+pub mod index_page;
+pub mod lsh;
+pub mod lsh_encoding;
+pub mod merge_policy;
+pub mod nearest;
+pub mod permuted;

@@ -1,0 +1,829 @@
+//! Byte layouts of the `hamming` index's pages, independent of PostgreSQL's buffer
+//! manager: the binding layer places these bytes after the standard page header.
+//!
+//! The index is a log-structured merge of *runs*. A run is a full set of Manku's permuted
+//! tables over the rows it holds, written once, sorted, and never changed again except by
+//! VACUUM removing entries; each of its tables is a static B+-tree: leaf pages of entries
+//! chained left to right, and directory pages above them holding the first key of each
+//! child. New rows are appended to the *pending list*; past `pending_limit` it is sealed and
+//! written as a run, and runs of similar size are merged into one (see `merge_policy`).
+//! Pages of runs and lists merged away are *garbage* until no scan can read them any more,
+//! then free for reuse.
+//!
+//! ```text
+//!  every page (8 kB)
+//!  +-----------------+----------------------------------+-------+--------------------+
+//!  | PageHeaderData  | contents (grows up to pd_lower)   | free  | special: PageTail  |
+//!  +-----------------+----------------------------------+-------+--------------------+
+//!  (PageTail: next block, owner id, kind, table; the owner is the id of the run or list
+//!  the page belongs to, so that a page reused by another one is recognised)
+//!
+//!  metapage (block 0) contents: Meta, little-endian
+//!  +-------+---------+--------------+---------+---------------+---------------+
+//!  | magic | version | max_distance | next_id | pending List  | sealed List   |
+//!  |  u32  |   u32   |     u32      |   u32   | 16 bytes      | 16 bytes      |
+//!  +-------+---------+--------------+---------+---------------+---------------+
+//!  | merging u32 | inputs u32 | spare u32 | runs u32 | garbage u32 |
+//!  +-------------+------------+-----------+----------+-------------+
+//!  | id u32 × inputs | block u32 × spare | Run × runs | Garbage × garbage |
+//!  +-----------------+-------------------+------------+-------------------+
+//!  merging: the id of the run a merge table by table is writing (0 when none) and inputs,
+//!  the runs it merges (see `merge`); spare: free pages set aside for the pending list, so
+//!  that inserts reuse space without searching the free space map; garbage: only in
+//!  indexes written by format 2, whose metapage kept it (format 3 keeps it in the registry
+//!  and moves format 2's there at its first merge)
+//!  List:    id u32 | head u32 | tail u32 | pages u32      (id 0: no list)
+//!  Run:     id u32 | blocks u32 | rows u64 | nulls head u32 | nulls pages u32 |
+//!           tables u32 | Tree × tables
+//!  Tree:    root u32 | first leaf u32 | leaves u32
+//!  Garbage: since u64 (full transaction id) | what u32 (1 run, 2 list) | Run or List
+//!
+//!  registry page (block 1, and the pages chained after it) contents: packed Garbage
+//!  records, what merges left behind until no snapshot can read it (any number of pages:
+//!  a long-running snapshot holds garbage back, and the metapage must not fill up)
+//!  +---------+---------+-----
+//!  | Garbage | Garbage | ...
+//!  +---------+---------+-----
+//!
+//!  leaf page / pending page contents: packed 14-byte entries, sorted by key on leaves
+//!  (key = the fingerprint permuted for that table), in insertion order on pending pages
+//!  (key = the fingerprint itself; a row whose fingerprint is NULL has key 0 and the
+//!  NULL_ROW bit set in its offset, so ORDER BY scans can return it last)
+//!  +---------+-----------+------------+---------+-----
+//!  | key u64 | block u32 | offset u16 | key ... | ...
+//!  +---------+-----------+------------+---------+-----
+//!
+//!  directory page contents: packed 12-byte children, sorted by key
+//!  +---------------+-------------+-----------+-----
+//!  | first key u64 | child u32   | key ...   | ...
+//!  +---------------+-------------+-----------+-----
+//! ```
+//!
+//! A child's first key is the smallest key below it when written; VACUUM only removes
+//! entries, so it stays a lower bound, and every key below a child is still smaller than
+//! every key below the next: a descent cannot skip a match.
+
+pub const MAGIC: u32 = 0x4E44_5550; // "NDUP"
+/// The format written. Format 3 keeps garbage in registry pages (block 1 was an empty
+/// "interlock" page in format 2); a format 2 index is read as it is and becomes format 3
+/// at its first change of the metapage.
+pub const VERSION: u32 = 3;
+/// The oldest format this build reads.
+pub const OLDEST_READABLE: u32 = 2;
+pub const ENTRY_SIZE: usize = 14;
+pub const CHILD_SIZE: usize = 12;
+/// Bytes of contents an 8 kB page holds (after the 24-byte header, before the 16-byte
+/// special space).
+pub const PAGE_CONTENTS: usize = 8192 - 24 - 16;
+pub const ENTRIES_PER_PAGE: usize = PAGE_CONTENTS / ENTRY_SIZE;
+pub const CHILDREN_PER_PAGE: usize = PAGE_CONTENTS / CHILD_SIZE;
+pub const NO_BLOCK: u32 = u32::MAX;
+/// Set in a pending entry's offset when the row's fingerprint is NULL. Heap offsets never
+/// reach it (at most a few hundred tuples fit on a page).
+pub const NULL_ROW: u16 = 0x8000;
+
+/// A heap tuple's location, as PostgreSQL's ItemPointer (block, 1-based offset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Tid {
+    pub block: u32,
+    pub offset: u16,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    pub key: u64,
+    pub tid: Tid,
+}
+
+impl Entry {
+    /// The pending entry of a row whose fingerprint is NULL.
+    pub fn null_row(tid: Tid) -> Entry {
+        Entry {
+            key: 0,
+            tid: Tid {
+                block: tid.block,
+                offset: tid.offset | NULL_ROW,
+            },
+        }
+    }
+
+    /// The row's fingerprint, `None` when it is NULL.
+    pub fn fingerprint(&self) -> Option<u64> {
+        (self.tid.offset & NULL_ROW == 0).then_some(self.key)
+    }
+
+    /// The heap tuple the entry points to.
+    pub fn heap_tid(&self) -> Tid {
+        Tid {
+            block: self.tid.block,
+            offset: self.tid.offset & !NULL_ROW,
+        }
+    }
+
+    pub fn write(&self, out: &mut [u8]) {
+        out[0..8].copy_from_slice(&self.key.to_le_bytes());
+        out[8..12].copy_from_slice(&self.tid.block.to_le_bytes());
+        out[12..14].copy_from_slice(&self.tid.offset.to_le_bytes());
+    }
+
+    pub fn read(bytes: &[u8]) -> Entry {
+        let u32_at = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().expect("4 bytes"));
+        Entry {
+            key: u64::from_le_bytes(bytes[0..8].try_into().expect("8 bytes")),
+            tid: Tid {
+                block: u32_at(8),
+                offset: u16::from_le_bytes([bytes[12], bytes[13]]),
+            },
+        }
+    }
+}
+
+/// The entries packed in a page's contents.
+pub fn entries(contents: &[u8]) -> impl Iterator<Item = Entry> + '_ {
+    contents.chunks_exact(ENTRY_SIZE).map(Entry::read)
+}
+
+/// Index of the first entry whose key is at least `key` (entries sorted by key).
+///
+/// Keys are permuted fingerprints, spread evenly over a page's range, so a few steps of
+/// interpolation land next to the answer; each step reads three keys where a binary
+/// search's ten would each miss the cache. Skewed pages (a spike of shared prefixes) fall
+/// back to the binary search after those steps.
+pub fn lower_bound(contents: &[u8], key: u64) -> usize {
+    let n = contents.len() / ENTRY_SIZE;
+    let key_at = |i: usize| {
+        u64::from_le_bytes(
+            contents[i * ENTRY_SIZE..i * ENTRY_SIZE + 8]
+                .try_into()
+                .expect("8 bytes"),
+        )
+    };
+    // The answer is in lo..=hi, and the key at hi (if any) is at least `key`.
+    let (mut lo, mut hi) = (0, n);
+    for _ in 0..3 {
+        if hi - lo <= 16 {
+            break;
+        }
+        let (first, last) = (key_at(lo), key_at(hi - 1));
+        if key <= first {
+            return lo;
+        }
+        if key > last {
+            return hi;
+        }
+        let guess =
+            lo + ((key - first) as u128 * (hi - 1 - lo) as u128 / (last - first) as u128) as usize;
+        if key_at(guess) < key {
+            lo = guess + 1;
+        } else {
+            hi = guess;
+        }
+    }
+    first_at_least(lo, hi, key, key_at)
+}
+
+/// The first position in `lo..hi` whose key is at least `key` (`hi` if none), the keys
+/// being sorted: a binary search.
+fn first_at_least(mut lo: usize, mut hi: usize, key: u64, key_at: impl Fn(usize) -> u64) -> usize {
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if key_at(mid) < key {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// A directory page's children: (first key, child block), sorted by key.
+pub fn children(contents: &[u8]) -> impl Iterator<Item = (u64, u32)> + '_ {
+    contents.chunks_exact(CHILD_SIZE).map(|c| {
+        (
+            u64::from_le_bytes(c[0..8].try_into().expect("8 bytes")),
+            u32::from_le_bytes(c[8..12].try_into().expect("4 bytes")),
+        )
+    })
+}
+
+pub fn write_child(out: &mut [u8], key: u64, child: u32) {
+    out[0..8].copy_from_slice(&key.to_le_bytes());
+    out[8..12].copy_from_slice(&child.to_le_bytes());
+}
+
+/// The child to descend into for the first key at least `key`: the last child whose first
+/// key is below it (keys equal to `key` may end the child before the one starting with
+/// it), or the first child.
+pub fn child_for(contents: &[u8], key: u64) -> Option<u32> {
+    let n = contents.len() / CHILD_SIZE;
+    let key_at = |i: usize| {
+        u64::from_le_bytes(
+            contents[i * CHILD_SIZE..i * CHILD_SIZE + 8]
+                .try_into()
+                .expect("8 bytes"),
+        )
+    };
+    let at = first_at_least(0, n, key, key_at).saturating_sub(1);
+    (at < n).then(|| {
+        u32::from_le_bytes(
+            contents[at * CHILD_SIZE + 8..at * CHILD_SIZE + 12]
+                .try_into()
+                .expect("4 bytes"),
+        )
+    })
+}
+
+/// One permuted table of a run: a static B+-tree (`root` is a directory page, or
+/// `NO_BLOCK` when the table is empty).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tree {
+    pub root: u32,
+    pub first_leaf: u32,
+    pub leaves: u32,
+}
+
+impl Tree {
+    pub const EMPTY: Tree = Tree {
+        root: NO_BLOCK,
+        first_leaf: NO_BLOCK,
+        leaves: 0,
+    };
+}
+
+/// A set of permuted tables over `rows` rows, with the layout of `blocks` blocks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Run {
+    pub id: u32,
+    pub blocks: u32,
+    /// Rows with a fingerprint (each is in every table).
+    pub rows: u64,
+    /// The chain of pending pages holding the rows whose fingerprint is NULL.
+    pub nulls_head: u32,
+    pub nulls_pages: u32,
+    pub tables: Vec<Tree>,
+}
+
+/// A chain of pending pages (`head`/`tail` are `NO_BLOCK` when it has none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct List {
+    pub id: u32,
+    pub head: u32,
+    pub tail: u32,
+    pub pages: u32,
+}
+
+impl List {
+    pub fn empty(id: u32) -> List {
+        List {
+            id,
+            head: NO_BLOCK,
+            tail: NO_BLOCK,
+            pages: 0,
+        }
+    }
+}
+
+/// What a merge left behind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dead {
+    Run(Run),
+    List(List),
+}
+
+impl Dead {
+    pub fn id(&self) -> u32 {
+        match self {
+            Dead::Run(r) => r.id,
+            Dead::List(l) => l.id,
+        }
+    }
+}
+
+/// Pages no longer referenced, but which scans that started before `since` (a full
+/// transaction id) may still read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Garbage {
+    pub since: u64,
+    pub dead: Dead,
+}
+
+impl Garbage {
+    /// Bytes of its record (in a registry page, or a format 2 metapage).
+    pub fn encoded_len(&self) -> usize {
+        12 + match &self.dead {
+            Dead::Run(r) => run_len(r),
+            Dead::List(_) => 16,
+        }
+    }
+
+    /// Appends its record to `out`.
+    pub fn write(&self, out: &mut Vec<u8>) {
+        let at = out.len();
+        out.resize(at + self.encoded_len(), 0);
+        Writer {
+            out: &mut out[at..],
+            at: 0,
+        }
+        .garbage(self);
+    }
+
+    /// The records packed in a registry page's contents.
+    pub fn read_all(bytes: &[u8]) -> Result<Vec<Garbage>, MetaError> {
+        let mut r = Reader { bytes, at: 0 };
+        let mut out = Vec::new();
+        while r.at < bytes.len() {
+            out.push(r.garbage()?);
+        }
+        Ok(out)
+    }
+}
+
+fn run_len(r: &Run) -> usize {
+    28 + 12 * r.tables.len()
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Meta {
+    pub max_distance: u32,
+    /// The id the next run or list gets (ids start at 1; 0 means none).
+    pub next_id: u32,
+    /// Where inserts append.
+    pub pending: List,
+    /// A pending list being written as a run (id 0 when none): scans still read it.
+    pub sealed: List,
+    /// The id of the run a merge is writing (0 when none): its pages are not free.
+    pub merging: u32,
+    /// The runs that merge is merging table by table: while it runs, the tables it has
+    /// written are in the new run and no longer in these (a lookup probes each table of
+    /// each row once either way).
+    pub merge_inputs: Vec<u32>,
+    /// Free pages set aside for the pending list.
+    pub spare: Vec<u32>,
+    /// Largest first.
+    pub runs: Vec<Run>,
+    pub garbage: Vec<Garbage>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetaError(pub String);
+
+impl Meta {
+    /// The metapage of an index with no rows.
+    pub fn new(max_distance: u32) -> Meta {
+        Meta {
+            max_distance,
+            next_id: 2,
+            pending: List::empty(1),
+            sealed: List::empty(0),
+            merging: 0,
+            merge_inputs: Vec::new(),
+            spare: Vec::new(),
+            runs: Vec::new(),
+            garbage: Vec::new(),
+        }
+    }
+
+    /// A new id for a run or a list.
+    pub fn take_id(&mut self) -> u32 {
+        let id = self.next_id;
+        self.next_id = self.next_id.checked_add(1).unwrap_or(1).max(1);
+        id
+    }
+
+    /// Rows in the runs.
+    pub fn run_rows(&self) -> u64 {
+        self.runs.iter().map(|r| r.rows).sum()
+    }
+
+    /// Pending pages (open and sealed lists).
+    pub fn pending_pages(&self) -> u32 {
+        self.pending.pages + self.sealed.pages
+    }
+
+    /// Whether a page owned by `owner` is in use: it belongs to a pending list, to the run
+    /// being written, or to a run or garbage (the metapage's, or `registry`) that still has
+    /// the page's table (`Some(t)` for a leaf or directory page) or NULL rows (`None` for a
+    /// pending page). Anything else is free, whatever the free space map says.
+    pub fn in_use(&self, registry: &[Garbage], owner: u32, table: Option<u16>) -> bool {
+        let run_has = |r: &Run| match table {
+            Some(t) => r
+                .tables
+                .get(t as usize)
+                .is_some_and(|tree| tree.root != NO_BLOCK),
+            None => r.nulls_head != NO_BLOCK,
+        };
+        owner == self.pending.id
+            || (owner == self.sealed.id && owner != 0)
+            || (owner == self.merging && owner != 0)
+            || self.runs.iter().any(|r| r.id == owner && run_has(r))
+            || self.garbage.iter().chain(registry).any(|g| match &g.dead {
+                Dead::Run(r) => r.id == owner && run_has(r),
+                Dead::List(l) => l.id == owner,
+            })
+    }
+
+    pub fn encoded_len(&self) -> usize {
+        16 + 32
+            + 16
+            + 4
+            + 4 * self.merge_inputs.len()
+            + 4 * self.spare.len()
+            + self.runs.iter().map(run_len).sum::<usize>()
+            + self.garbage.iter().map(Garbage::encoded_len).sum::<usize>()
+    }
+
+    pub fn write(&self, out: &mut [u8]) {
+        let mut w = Writer { out, at: 0 };
+        for v in [MAGIC, VERSION, self.max_distance, self.next_id] {
+            w.u32(v);
+        }
+        w.list(&self.pending);
+        w.list(&self.sealed);
+        w.u32(self.merging);
+        w.u32(self.merge_inputs.len() as u32);
+        w.u32(self.spare.len() as u32);
+        w.u32(self.runs.len() as u32);
+        w.u32(self.garbage.len() as u32);
+        for &b in self.merge_inputs.iter().chain(&self.spare) {
+            w.u32(b);
+        }
+        for r in &self.runs {
+            w.run(r);
+        }
+        for g in &self.garbage {
+            w.garbage(g);
+        }
+    }
+
+    /// Only the open pending list, for inserts (the whole metapage is read far less often).
+    pub fn read_pending(bytes: &[u8]) -> Result<List, MetaError> {
+        let mut r = Reader { bytes, at: 0 };
+        Meta::check_header(r.u32()?, r.u32()?)?;
+        r.at = Meta::PENDING_AT;
+        r.list()
+    }
+
+    fn check_header(magic: u32, version: u32) -> Result<(), MetaError> {
+        if magic != MAGIC {
+            return Err(MetaError(format!(
+                "not a hamming index metapage (magic {magic:#x})"
+            )));
+        }
+        if !(OLDEST_READABLE..=VERSION).contains(&version) {
+            return Err(MetaError(format!(
+                "hamming index format {version}, this build reads {OLDEST_READABLE} to {VERSION}: REINDEX it"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Where `write` puts the open pending list.
+    const PENDING_AT: usize = 16;
+
+    pub fn read(bytes: &[u8]) -> Result<Meta, MetaError> {
+        let mut r = Reader { bytes, at: 0 };
+        Meta::check_header(r.u32()?, r.u32()?)?;
+        let (max_distance, next_id) = (r.u32()?, r.u32()?);
+        let (pending, sealed) = (r.list()?, r.list()?);
+        let (merging, inputs, spare) = (r.u32()?, r.u32()?, r.u32()?);
+        let (runs, garbage) = (r.u32()?, r.u32()?);
+        if inputs as usize + spare as usize > PAGE_CONTENTS / 4 {
+            return Err(MetaError(format!("{inputs} inputs, {spare} spare pages")));
+        }
+        let merge_inputs = (0..inputs).map(|_| r.u32()).collect::<Result<_, _>>()?;
+        let spare = (0..spare).map(|_| r.u32()).collect::<Result<_, _>>()?;
+        let runs = (0..runs).map(|_| r.run()).collect::<Result<_, _>>()?;
+        let garbage = (0..garbage)
+            .map(|_| r.garbage())
+            .collect::<Result<_, _>>()?;
+        Ok(Meta {
+            max_distance,
+            next_id,
+            pending,
+            sealed,
+            merging,
+            merge_inputs,
+            spare,
+            runs,
+            garbage,
+        })
+    }
+}
+
+struct Writer<'a> {
+    out: &'a mut [u8],
+    at: usize,
+}
+
+impl Writer<'_> {
+    fn u32(&mut self, v: u32) {
+        self.out[self.at..self.at + 4].copy_from_slice(&v.to_le_bytes());
+        self.at += 4;
+    }
+    fn u64(&mut self, v: u64) {
+        self.out[self.at..self.at + 8].copy_from_slice(&v.to_le_bytes());
+        self.at += 8;
+    }
+    fn list(&mut self, l: &List) {
+        for v in [l.id, l.head, l.tail, l.pages] {
+            self.u32(v);
+        }
+    }
+    fn garbage(&mut self, g: &Garbage) {
+        self.u64(g.since);
+        match &g.dead {
+            Dead::Run(r) => {
+                self.u32(1);
+                self.run(r);
+            }
+            Dead::List(l) => {
+                self.u32(2);
+                self.list(l);
+            }
+        }
+    }
+    fn run(&mut self, r: &Run) {
+        self.u32(r.id);
+        self.u32(r.blocks);
+        self.u64(r.rows);
+        self.u32(r.nulls_head);
+        self.u32(r.nulls_pages);
+        self.u32(r.tables.len() as u32);
+        for t in &r.tables {
+            for v in [t.root, t.first_leaf, t.leaves] {
+                self.u32(v);
+            }
+        }
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn take<const N: usize>(&mut self) -> Result<[u8; N], MetaError> {
+        let slice = self
+            .bytes
+            .get(self.at..self.at + N)
+            .ok_or_else(|| MetaError("truncated metapage".into()))?;
+        self.at += N;
+        Ok(slice.try_into().expect("N bytes"))
+    }
+    fn u32(&mut self) -> Result<u32, MetaError> {
+        self.take::<4>().map(u32::from_le_bytes)
+    }
+    fn u64(&mut self) -> Result<u64, MetaError> {
+        self.take::<8>().map(u64::from_le_bytes)
+    }
+    fn list(&mut self) -> Result<List, MetaError> {
+        Ok(List {
+            id: self.u32()?,
+            head: self.u32()?,
+            tail: self.u32()?,
+            pages: self.u32()?,
+        })
+    }
+    fn garbage(&mut self) -> Result<Garbage, MetaError> {
+        let since = self.u64()?;
+        let dead = match self.u32()? {
+            1 => Dead::Run(self.run()?),
+            2 => Dead::List(self.list()?),
+            other => return Err(MetaError(format!("unknown garbage kind {other}"))),
+        };
+        Ok(Garbage { since, dead })
+    }
+    fn run(&mut self) -> Result<Run, MetaError> {
+        let (id, blocks, rows) = (self.u32()?, self.u32()?, self.u64()?);
+        let (nulls_head, nulls_pages) = (self.u32()?, self.u32()?);
+        let tables = self.u32()?;
+        if tables as usize > crate::search::permuted::MAX_TABLES {
+            return Err(MetaError(format!("a run with {tables} tables")));
+        }
+        let tables = (0..tables)
+            .map(|_| {
+                Ok(Tree {
+                    root: self.u32()?,
+                    first_leaf: self.u32()?,
+                    leaves: self.u32()?,
+                })
+            })
+            .collect::<Result<_, MetaError>>()?;
+        Ok(Run {
+            id,
+            blocks,
+            rows,
+            nulls_head,
+            nulls_pages,
+            tables,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_round_trip_and_search() {
+        let es: Vec<Entry> = (0..10u64)
+            .map(|i| Entry {
+                key: i * 10,
+                tid: Tid {
+                    block: i as u32 + 7,
+                    offset: 3,
+                },
+            })
+            .collect();
+        let mut buf = vec![0u8; es.len() * ENTRY_SIZE];
+        for (i, e) in es.iter().enumerate() {
+            e.write(&mut buf[i * ENTRY_SIZE..]);
+        }
+        assert_eq!(entries(&buf).collect::<Vec<_>>(), es);
+        assert_eq!(lower_bound(&buf, 0), 0);
+        assert_eq!(lower_bound(&buf, 15), 2);
+        assert_eq!(lower_bound(&buf, 20), 2);
+        assert_eq!(lower_bound(&buf, 1000), 10);
+    }
+
+    #[test]
+    fn lower_bound_equals_a_linear_search_on_even_skewed_and_repeated_keys() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for shape in 0..4 {
+            let mut keys: Vec<u64> = (0..583)
+                .map(|i| match shape {
+                    0 => next(),
+                    1 => next() >> 40, // a narrow range
+                    2 => {
+                        if i % 7 == 0 {
+                            next()
+                        } else {
+                            5
+                        }
+                    } // mostly one key
+                    _ => (i as u64).pow(5), // polynomial skew
+                })
+                .collect();
+            keys.sort_unstable();
+            let mut buf = vec![0u8; keys.len() * ENTRY_SIZE];
+            for (i, &key) in keys.iter().enumerate() {
+                let tid = Tid {
+                    block: 1,
+                    offset: 1,
+                };
+                Entry { key, tid }.write(&mut buf[i * ENTRY_SIZE..]);
+            }
+            let mut queries: Vec<u64> = keys.clone();
+            queries.extend(keys.iter().map(|k| k.wrapping_add(1)));
+            queries.extend([0, u64::MAX, 4, 6]);
+            queries.extend((0..200).map(|_| next()));
+            for q in queries {
+                let expected = keys.iter().position(|&k| k >= q).unwrap_or(keys.len());
+                assert_eq!(lower_bound(&buf, q), expected, "shape {shape} key {q}");
+            }
+        }
+    }
+
+    #[test]
+    fn null_rows_keep_their_tid() {
+        let tid = Tid {
+            block: 9,
+            offset: 17,
+        };
+        let e = Entry::null_row(tid);
+        assert_eq!(e.fingerprint(), None);
+        assert_eq!(e.heap_tid(), tid);
+        let plain = Entry { key: 5, tid };
+        assert_eq!((plain.fingerprint(), plain.heap_tid()), (Some(5), tid));
+    }
+
+    #[test]
+    fn meta_round_trips_and_rejects_garbage() {
+        let run = |id: u32, tables: u32| Run {
+            id,
+            blocks: 4,
+            rows: 1000 * id as u64,
+            nulls_head: NO_BLOCK,
+            nulls_pages: 0,
+            tables: (0..tables)
+                .map(|t| Tree {
+                    root: 10 * id + t,
+                    first_leaf: 100 * id + t,
+                    leaves: 3 + t,
+                })
+                .collect(),
+        };
+        let mut m = Meta::new(3);
+        m.runs = vec![run(7, 4), run(9, 10)];
+        m.pending = List {
+            id: 12,
+            head: 41,
+            tail: 44,
+            pages: 4,
+        };
+        m.sealed = List::empty(11);
+        m.merging = 13;
+        m.merge_inputs = vec![7, 9];
+        m.spare = vec![70, 71, 90];
+        m.garbage = vec![
+            Garbage {
+                since: 1 << 40,
+                dead: Dead::Run(run(5, 4)),
+            },
+            Garbage {
+                since: 77,
+                dead: Dead::List(List::empty(3)),
+            },
+        ];
+        let mut buf = vec![0u8; m.encoded_len()];
+        m.write(&mut buf);
+        assert_eq!(Meta::read(&buf), Ok(m.clone()));
+        assert_eq!(Meta::read_pending(&buf), Ok(m.pending));
+        assert_eq!(m.run_rows(), 16_000);
+        assert!(Meta::read(&[0u8; 64]).is_err());
+        assert!(Meta::read(&buf[..30]).is_err());
+
+        // Format 2 reads the same, and format 1 is refused.
+        buf[4..8].copy_from_slice(&2u32.to_le_bytes());
+        assert_eq!(Meta::read(&buf), Ok(m.clone()));
+        buf[4..8].copy_from_slice(&1u32.to_le_bytes());
+        assert!(Meta::read(&buf).unwrap_err().0.contains("REINDEX"));
+
+        // Registry records round-trip, packed one after another.
+        let mut page = Vec::new();
+        for g in &m.garbage {
+            g.write(&mut page);
+        }
+        assert_eq!(page.len(), m.garbage.iter().map(Garbage::encoded_len).sum());
+        assert_eq!(Garbage::read_all(&page), Ok(m.garbage.clone()));
+        assert_eq!(Garbage::read_all(&[]), Ok(Vec::new()));
+        assert!(Garbage::read_all(&page[..page.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn pages_of_retired_tables_are_free() {
+        let tree = |root| Tree {
+            root,
+            first_leaf: root,
+            leaves: 1,
+        };
+        let mut m = Meta::new(3);
+        m.runs = vec![Run {
+            id: 5,
+            blocks: 4,
+            rows: 10,
+            nulls_head: NO_BLOCK,
+            nulls_pages: 0,
+            tables: vec![Tree::EMPTY, tree(8), tree(9), tree(10)],
+        }];
+        m.garbage = vec![Garbage {
+            since: 1,
+            dead: Dead::List(List::empty(6)),
+        }];
+        m.merging = 7;
+        let registry = [Garbage {
+            since: 2,
+            dead: Dead::List(List::empty(8)),
+        }];
+        let in_use = |owner, table| m.in_use(&registry, owner, table);
+        assert!(!in_use(5, Some(0)), "table 0 retired");
+        assert!(in_use(5, Some(1)));
+        assert!(!in_use(5, None), "no NULL rows");
+        assert!(in_use(1, None), "the pending list");
+        assert!(in_use(6, None) && in_use(7, Some(2)));
+        assert!(in_use(8, None), "garbage in the registry");
+        assert!(!in_use(0, None) && !in_use(4, Some(1)));
+    }
+
+    #[test]
+    fn ids_are_never_zero() {
+        let mut m = Meta::new(3);
+        assert_eq!(m.take_id(), 2);
+        m.next_id = u32::MAX;
+        assert_eq!(m.take_id(), u32::MAX);
+        assert_eq!(m.take_id(), 1);
+    }
+
+    #[test]
+    fn descent_picks_the_child_that_may_hold_the_key() {
+        let mut buf = vec![0u8; 3 * CHILD_SIZE];
+        for (i, (key, child)) in [(10u64, 100u32), (20, 200), (20, 300)].iter().enumerate() {
+            write_child(&mut buf[i * CHILD_SIZE..], *key, *child);
+        }
+        assert_eq!(children(&buf).count(), 3);
+        assert_eq!(child_for(&buf, 5), Some(100));
+        assert_eq!(child_for(&buf, 10), Some(100));
+        assert_eq!(child_for(&buf, 15), Some(100));
+        // Keys equal to 20 may end the child before the first one starting with 20.
+        assert_eq!(child_for(&buf, 20), Some(100));
+        assert_eq!(child_for(&buf, 21), Some(300));
+        assert_eq!(child_for(&[], 21), None);
+    }
+}
