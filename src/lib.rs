@@ -31,6 +31,7 @@ pub extern "C-unwind" fn _PG_init() {
     });
     am::options::init();
     am::init_pause_points();
+    am::merge_worker::init();
     hamming_query::init();
     shingling::init();
 }

@@ -6,5 +6,6 @@ pub mod index_page;
 pub mod lsh;
 pub mod lsh_encoding;
 pub mod merge_policy;
+pub mod merge_queue;
 pub mod nearest;
 pub mod permuted;

@@ -15,6 +15,7 @@
 
 use super::build::tid_of;
 use super::merge::{self, STALL_AFTER_LIMITS};
+use super::merge_worker;
 use super::meta;
 use super::options;
 use super::page::{self, Kind, Locked, Role, Xlog, META_BLOCK};
@@ -62,9 +63,12 @@ fn append(index: pg_sys::Relation, entry: Entry) {
         None => append_to_new_page(index, &bytes),
     };
     let limit = options::of(index).pending_limit as u64;
+    if rows < limit || merge_worker::hand_off(index, rows, limit) {
+        return;
+    }
     if rows >= STALL_AFTER_LIMITS * limit {
         stall(index, limit);
-    } else if rows >= limit {
+    } else {
         merge::try_flush(index);
     }
 }

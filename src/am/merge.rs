@@ -82,6 +82,14 @@ pub fn try_flush(index: pg_sys::Relation) -> bool {
 /// Recycles what it can, writes the pending list as a run and merges runs until the policy
 /// is satisfied. The caller holds the merge lock.
 pub fn flush_and_merge(index: pg_sys::Relation) {
+    flush_and_merge_until(index, &|| false);
+}
+
+/// `flush_and_merge`, stopping between the tables of a merge table by table and between
+/// merges once `stop` says so (the background worker stops for a backend that waits for a
+/// lock it holds); returns false if it stopped. A merge stopped between tables leaves a
+/// consistent index, which the next merge finishes (as after a crash).
+pub fn flush_and_merge_until(index: pg_sys::Relation, stop: &dyn Fn() -> bool) -> bool {
     let m = meta::read(index);
     if m.merging != 0 {
         if m.runs.iter().any(|r| r.id == m.merging) {
@@ -90,7 +98,9 @@ pub fn flush_and_merge(index: pg_sys::Relation) {
             // carry the same owner and table as those it is about to write, and would look
             // in use once that table is published: stamp them free first.
             release_unwritten_tables(index, &m);
-            continue_by_table(index, m.merging);
+            if !continue_by_table(index, m.merging, stop) {
+                return false;
+            }
         } else {
             // Interrupted before it published anything: its pages are nobody's now, and
             // VACUUM's sweep frees them.
@@ -102,8 +112,9 @@ pub fn flush_and_merge(index: pg_sys::Relation) {
     }
     registry::recycle(index);
     seal(index);
-    merge_while_needed(index);
+    let done = merge_while_needed(index, stop);
     refill_spare(index);
+    done
 }
 
 /// Seals the open pending list if it has rows and no list is sealed.
@@ -118,8 +129,12 @@ fn seal(index: pg_sys::Relation) {
     }
 }
 
-fn merge_while_needed(index: pg_sys::Relation) {
+/// Merges until the policy is satisfied (true), or until `stop` (false).
+fn merge_while_needed(index: pg_sys::Relation, stop: &dyn Fn() -> bool) -> bool {
     loop {
+        if stop() {
+            return false;
+        }
         let m = meta::read(index);
         let sealed = (m.sealed.id != 0).then(|| read_list(index, &m.sealed));
         let mut sizes: Vec<(u64, Option<usize>)> = m
@@ -142,7 +157,7 @@ fn merge_while_needed(index: pg_sys::Relation) {
         let chosen: Vec<(u64, Option<usize>)> = match (from, &sealed) {
             (Some(from), _) => sizes[from..].to_vec(),
             (None, Some(s)) => vec![(s.rows.len() as u64, None)],
-            (None, None) => return,
+            (None, None) => return true,
         };
         let inputs: Vec<Run> = chosen
             .iter()
@@ -159,13 +174,16 @@ fn merge_while_needed(index: pg_sys::Relation) {
         } else {
             let layout = choose_layout(index, rows);
             if inputs.iter().all(|r| r.blocks == layout.blocks()) {
-                merge_by_table(index, &m, &inputs)
+                match merge_by_table(index, &m, &inputs, stop) {
+                    Some(finished) => finished,
+                    None => return false,
+                }
             } else {
                 merge(index, &m, inputs, None)
             }
         };
         if !done {
-            return;
+            return true;
         }
     }
 }
@@ -314,7 +332,14 @@ fn merge(index: pg_sys::Relation, m: &Meta, inputs: Vec<Run>, sealed: Option<Lis
 /// stay exact in between: each table of each row is in exactly one run, and a lookup
 /// reports a row only from its owner table. Between tables, a pending list past its limit
 /// is written as a run, so that inserts do not wait for the whole merge.
-fn merge_by_table(index: pg_sys::Relation, m: &Meta, inputs: &[Run]) -> bool {
+/// Returns whether it ran (false: no room in the metapage), or `None` if `stop` stopped it
+/// between tables.
+fn merge_by_table(
+    index: pg_sys::Relation,
+    m: &Meta,
+    inputs: &[Run],
+    stop: &dyn Fn() -> bool,
+) -> Option<bool> {
     let mut after = m.clone();
     after.merge_inputs = inputs.iter().map(|r| r.id).collect();
     after.runs.push(Run {
@@ -322,7 +347,7 @@ fn merge_by_table(index: pg_sys::Relation, m: &Meta, inputs: &[Run]) -> bool {
         ..inputs[0].clone()
     });
     if !meta::fits(&after) {
-        return false;
+        return Some(false);
     }
     let mut id = 0;
     meta::update(index, |m| {
@@ -330,12 +355,12 @@ fn merge_by_table(index: pg_sys::Relation, m: &Meta, inputs: &[Run]) -> bool {
         m.merging = id;
         m.merge_inputs = inputs.iter().map(|r| r.id).collect();
     });
-    continue_by_table(index, id)
+    continue_by_table(index, id, stop).then_some(true)
 }
 
 /// Writes and publishes the tables the merge `id` (recorded in the metapage) has not
-/// written yet.
-fn continue_by_table(index: pg_sys::Relation, id: u32) -> bool {
+/// written yet; false if `stop` stopped it between two tables.
+fn continue_by_table(index: pg_sys::Relation, id: u32, stop: &dyn Fn() -> bool) -> bool {
     loop {
         let m = meta::read(index);
         let inputs: Vec<&Run> = m
@@ -427,6 +452,9 @@ fn continue_by_table(index: pg_sys::Relation, id: u32) -> bool {
         // scan can read them: the index needs room for one more table, not one more run.
         registry::recycle(index);
         flush_pending_past_limit(index);
+        if stop() {
+            return false;
+        }
     }
 }
 

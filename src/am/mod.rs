@@ -11,6 +11,7 @@ mod check;
 mod cost;
 mod insert;
 mod merge;
+pub mod merge_worker;
 mod meta;
 pub mod options;
 mod page;

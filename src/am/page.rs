@@ -378,6 +378,16 @@ unsafe fn first_relfilenode_subid(index: pg_sys::Relation) -> pg_sys::SubTransac
     }
 }
 
+/// Whether the index's storage is this transaction's (CREATE INDEX, TRUNCATE or REINDEX in
+/// it): no other backend can see it yet.
+pub unsafe fn storage_is_this_transactions(index: pg_sys::Relation) -> bool {
+    // SAFETY: an open relation.
+    unsafe {
+        (*index).rd_createSubid != INVALID_SUBXACT
+            || first_relfilenode_subid(index) != INVALID_SUBXACT
+    }
+}
+
 /// `RelationNeedsWAL()`: what GenericXLogStart asks to decide whether to log.
 unsafe fn relation_needs_wal(index: pg_sys::Relation) -> bool {
     unsafe {

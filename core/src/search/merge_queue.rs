@@ -1,0 +1,411 @@
+//! The queue of `hamming` indexes waiting for a background merge, and the merge workers'
+//! slots: what every backend of a server shares to hand merges to the background workers.
+//! It lives in PostgreSQL's shared memory, so it is fixed-size, `Copy` and `repr(C)`, and
+//! every method here runs under the one lock that guards it (the binding layer holds it).
+//!
+//! ```text
+//!  inserter ── request(db, index) ──► requests[]  (one entry per index, deduplicated)
+//!                                        │ take(worker)      (a worker of that database)
+//!                                        ▼
+//!  launcher ── to_launch() ──► workers[] {db, index being merged, latch}
+//!                                        │ finish / failed (requeued with a backoff)
+//! ```
+//!
+//! A request only says "this index's pending list is past its limit": the truth is in the
+//! index's metapage, so a request lost in a crash is made again by the next insert, and a
+//! stale one costs a look at the metapage.
+
+/// Indexes that can wait at once (more: the inserter merges itself, as without workers).
+pub const MAX_REQUESTS: usize = 256;
+/// Upper bound of `neardup.merge_workers`.
+pub const MAX_WORKERS: usize = 32;
+/// A request that failed this many times in a row is dropped (the next insert past the
+/// limit makes it again).
+pub const MAX_FAILURES: u32 = 8;
+
+/// Microseconds, as PostgreSQL's `TimestampTz`.
+pub type Micros = i64;
+
+/// An index waiting for a merge; `db == 0` is an empty entry.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Request {
+    pub db: u32,
+    pub index: u32,
+    /// Not to be taken before this time (a backoff after a failure or a busy index).
+    pub not_before: Micros,
+    /// Failures in a row so far.
+    pub failures: u32,
+}
+
+/// A worker slot, owned by the launcher (`in_use`), filled in by its worker.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Worker {
+    pub in_use: bool,
+    /// Set by the worker when it decided to exit (it takes no more requests).
+    pub exiting: bool,
+    pub db: u32,
+    /// The index being merged, or 0.
+    pub index: u32,
+    /// The failures of that index's request before it was taken.
+    pub failures: u32,
+    /// The address of the worker's latch once it runs (0 before).
+    pub latch: usize,
+    pub pid: i32,
+    /// Which launch of the slot this is: the launcher frees a slot whose worker never ran
+    /// only if it is still that launch's.
+    pub launch: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct MergeQueue {
+    /// The address of the launcher's latch (0 while no launcher runs).
+    pub launcher_latch: usize,
+    pub launcher_pid: i32,
+    pub requests: [Request; MAX_REQUESTS],
+    pub workers: [Worker; MAX_WORKERS],
+    /// A database that DDL wants without other sessions (DROP, rename, a template): no
+    /// worker starts for it until `held_until`.
+    pub held_db: u32,
+    pub held_until: Micros,
+    /// Launches so far.
+    pub launches: u32,
+}
+
+impl Default for MergeQueue {
+    fn default() -> Self {
+        MergeQueue {
+            launcher_latch: 0,
+            launcher_pid: 0,
+            requests: [Request::default(); MAX_REQUESTS],
+            workers: [Worker::default(); MAX_WORKERS],
+            held_db: 0,
+            held_until: 0,
+            launches: 0,
+        }
+    }
+}
+
+/// What `request` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Queued {
+    Added,
+    AlreadyQueued,
+    /// No room: the caller merges itself.
+    Full,
+}
+
+/// How long a request waits after its `failures`-th failure in a row: 1 s, doubling, at
+/// most a minute.
+pub fn backoff(failures: u32) -> Micros {
+    (1_000_000i64 << failures.min(6)).min(60_000_000)
+}
+
+impl MergeQueue {
+    /// Asks for a merge of `index` of database `db`.
+    pub fn request(&mut self, db: u32, index: u32) -> Queued {
+        if self.is_queued(db, index) {
+            return Queued::AlreadyQueued;
+        }
+        match self.requests.iter_mut().find(|r| r.db == 0) {
+            Some(free) => {
+                *free = Request {
+                    db,
+                    index,
+                    not_before: 0,
+                    failures: 0,
+                };
+                Queued::Added
+            }
+            None => Queued::Full,
+        }
+    }
+
+    pub fn is_queued(&self, db: u32, index: u32) -> bool {
+        self.requests.iter().any(|r| r.db == db && r.index == index)
+    }
+
+    /// A worker of `db` that waits for work (its latch is the one to set), if any.
+    pub fn idle_worker(&self, db: u32) -> Option<usize> {
+        self.workers
+            .iter()
+            .position(|w| w.in_use && !w.exiting && w.db == db && w.index == 0 && w.latch != 0)
+    }
+
+    /// Whether a worker is merging `index` now (a request for it waits until it is done:
+    /// the merge lock would keep a second worker out anyway).
+    fn being_merged(&self, db: u32, index: u32) -> bool {
+        self.workers
+            .iter()
+            .any(|w| w.in_use && w.db == db && w.index == index)
+    }
+
+    fn ready(&self, r: &Request, now: Micros) -> bool {
+        r.db != 0 && r.not_before <= now && !self.being_merged(r.db, r.index)
+    }
+
+    /// The oldest ready request of `worker`'s database, moved to the worker: its index.
+    pub fn take(&mut self, worker: usize, now: Micros) -> Option<u32> {
+        let db = self.workers[worker].db;
+        let i = self
+            .requests
+            .iter()
+            .position(|r| r.db == db && self.ready(r, now))?;
+        let r = std::mem::take(&mut self.requests[i]);
+        let w = &mut self.workers[worker];
+        w.index = r.index;
+        w.failures = r.failures;
+        Some(r.index)
+    }
+
+    /// The worker's merge is done.
+    pub fn finish(&mut self, worker: usize) {
+        let w = &mut self.workers[worker];
+        w.index = 0;
+        w.failures = 0;
+    }
+
+    /// The worker left its index for later without failing (it was busy, or a lock was
+    /// wanted): requeued, to be taken again after `delay`.
+    pub fn postpone(&mut self, worker: usize, now: Micros, delay: Micros) {
+        let w = self.workers[worker];
+        self.finish(worker);
+        self.requeue(w.db, w.index, now + delay, w.failures);
+    }
+
+    /// The worker stopped (an ERROR or a signal) while merging: its index is requeued with
+    /// a backoff, unless it failed `MAX_FAILURES` times in a row; the slot is free again.
+    /// Returns the index and whether it was dropped.
+    pub fn release(&mut self, worker: usize, now: Micros) -> Option<(u32, bool)> {
+        let w = std::mem::take(&mut self.workers[worker]);
+        if w.index == 0 {
+            return None;
+        }
+        let failures = w.failures + 1;
+        let dropped = failures >= MAX_FAILURES || self.is_held(w.db, now);
+        if !dropped {
+            self.requeue(w.db, w.index, now + backoff(failures), failures);
+        }
+        Some((w.index, dropped))
+    }
+
+    fn requeue(&mut self, db: u32, index: u32, not_before: Micros, failures: u32) {
+        if let Some(r) = self
+            .requests
+            .iter_mut()
+            .find(|r| r.db == db && r.index == index)
+        {
+            // An insert asked again meanwhile: keep the backoff anyway.
+            r.not_before = r.not_before.max(not_before);
+            r.failures = failures;
+        } else if let Some(free) = self.requests.iter_mut().find(|r| r.db == 0) {
+            *free = Request {
+                db,
+                index,
+                not_before,
+                failures,
+            };
+        }
+    }
+
+    /// A database and a free slot to start a worker in: a database with a ready request and
+    /// no worker that is idle or starting (every worker it has is busy), while fewer than
+    /// `max_workers` slots are in use.
+    pub fn to_launch(&self, now: Micros, max_workers: usize) -> Option<(usize, u32)> {
+        let limit = max_workers.min(MAX_WORKERS);
+        if self.workers[..].iter().filter(|w| w.in_use).count() >= limit {
+            return None;
+        }
+        let db = self
+            .requests
+            .iter()
+            .filter(|r| self.ready(r, now) && !self.is_held(r.db, now))
+            .map(|r| r.db)
+            .find(|&db| {
+                !self
+                    .workers
+                    .iter()
+                    .any(|w| w.in_use && !w.exiting && w.db == db && w.index == 0)
+            })?;
+        let slot = self.workers.iter().position(|w| !w.in_use)?;
+        Some((slot, db))
+    }
+
+    /// When the next request becomes ready, if one waits for a backoff.
+    pub fn next_ready(&self, now: Micros) -> Option<Micros> {
+        self.requests
+            .iter()
+            .filter(|r| r.db != 0 && r.not_before > now)
+            .map(|r| r.not_before)
+            .min()
+    }
+
+    /// Records the launch of a worker for `db` in `slot`.
+    pub fn launch(&mut self, slot: usize, db: u32) -> u32 {
+        self.launches = self.launches.wrapping_add(1);
+        self.workers[slot] = Worker {
+            in_use: true,
+            db,
+            launch: self.launches,
+            ..Worker::default()
+        };
+        self.launches
+    }
+
+    fn is_held(&self, db: u32, now: Micros) -> bool {
+        db == self.held_db && now < self.held_until
+    }
+
+    /// Keeps workers away from `db` until `until` (DDL that needs the database to itself:
+    /// DROP, rename, a template), drops its requests and returns the pids of its workers,
+    /// to be asked to exit.
+    pub fn hold_database(&mut self, db: u32, until: Micros) -> Vec<i32> {
+        self.held_db = db;
+        self.held_until = until;
+        for r in self.requests.iter_mut().filter(|r| r.db == db) {
+            *r = Request::default();
+        }
+        self.workers
+            .iter()
+            .filter(|w| w.in_use && w.db == db && w.pid != 0)
+            .map(|w| w.pid)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue_with_worker(db: u32) -> MergeQueue {
+        let mut q = MergeQueue::default();
+        q.workers[0] = Worker {
+            in_use: true,
+            db,
+            latch: 1,
+            pid: 10,
+            ..Worker::default()
+        };
+        q
+    }
+
+    #[test]
+    fn requests_are_deduplicated_and_bounded() {
+        let mut q = MergeQueue::default();
+        assert_eq!(q.request(1, 100), Queued::Added);
+        assert_eq!(q.request(1, 100), Queued::AlreadyQueued);
+        assert_eq!(q.request(2, 100), Queued::Added);
+        for i in 2..MAX_REQUESTS as u32 {
+            assert_eq!(q.request(3, i), Queued::Added);
+        }
+        assert_eq!(q.request(3, 9999), Queued::Full);
+    }
+
+    #[test]
+    fn a_worker_takes_only_its_database_and_ready_requests() {
+        let mut q = queue_with_worker(1);
+        q.request(2, 200);
+        assert_eq!(q.take(0, 0), None);
+        q.request(1, 100);
+        assert_eq!(q.idle_worker(1), Some(0));
+        assert_eq!(q.take(0, 0), Some(100));
+        assert_eq!(q.idle_worker(1), None, "busy");
+        assert!(!q.is_queued(1, 100), "taken out of the queue");
+        // An insert asks again while it merges: queued again, for after this merge, and
+        // no second worker is started for it meanwhile.
+        assert_eq!(q.request(1, 100), Queued::Added);
+        assert_eq!(q.to_launch(0, 2), Some((1, 2)), "only database 2 needs a worker");
+        q.finish(0);
+        assert_eq!(q.idle_worker(1), Some(0));
+        assert_eq!(q.take(0, 0), Some(100));
+    }
+
+    #[test]
+    fn failures_back_off_and_are_dropped_in_the_end() {
+        let mut q = queue_with_worker(1);
+        q.request(1, 100);
+        let mut now = 0;
+        for n in 1..MAX_FAILURES {
+            assert_eq!(q.take(0, now), Some(100));
+            assert_eq!(q.release(0, now), Some((100, false)));
+            assert_eq!(q.next_ready(now), Some(now + backoff(n)));
+            q.workers[0] = queue_with_worker(1).workers[0];
+            assert_eq!(q.take(0, now), None, "not before its backoff");
+            now += backoff(n);
+        }
+        assert_eq!(q.take(0, now), Some(100));
+        assert_eq!(q.release(0, now), Some((100, true)));
+        assert!(!q.is_queued(1, 100));
+        assert_eq!(backoff(1), 2_000_000);
+        assert_eq!(backoff(30), 60_000_000);
+    }
+
+    #[test]
+    fn success_resets_the_failure_count() {
+        let mut q = queue_with_worker(1);
+        q.request(1, 100);
+        q.take(0, 0);
+        q.release(0, 0);
+        q.workers[0] = queue_with_worker(1).workers[0];
+        q.take(0, backoff(1));
+        q.finish(0);
+        q.request(1, 100);
+        assert_eq!(q.take(0, backoff(1)), Some(100));
+        assert_eq!(q.workers[0].failures, 0);
+    }
+
+    #[test]
+    fn postponed_requests_keep_their_failures_and_wait() {
+        let mut q = queue_with_worker(1);
+        q.request(1, 100);
+        q.take(0, 0);
+        q.postpone(0, 0, 500);
+        assert_eq!(q.take(0, 499), None);
+        assert_eq!(q.take(0, 500), Some(100));
+    }
+
+    #[test]
+    fn launches_one_worker_per_database_until_its_workers_are_busy() {
+        let mut q = MergeQueue::default();
+        assert_eq!(q.to_launch(0, 2), None, "nothing queued");
+        q.request(1, 100);
+        q.request(1, 101);
+        assert_eq!(q.to_launch(0, 2), Some((0, 1)));
+        assert_eq!(q.launch(0, 1), 1);
+        // Started (not yet running: no latch): serves database 1.
+        assert_eq!(q.to_launch(0, 2), None);
+        q.workers[0].latch = 1;
+        q.take(0, 0);
+        // Busy, and 101 waits: a second worker.
+        assert_eq!(q.to_launch(0, 2), Some((1, 1)));
+        q.workers[1] = q.workers[0];
+        q.request(2, 200);
+        assert_eq!(q.to_launch(0, 2), None, "merge_workers reached");
+        assert_eq!(q.to_launch(0, 3), Some((2, 2)));
+        // A worker that is exiting does not serve its database any more.
+        q.hold_database(2, 1);
+        q.workers[1].index = 0;
+        q.workers[1].exiting = true;
+        assert_eq!(q.to_launch(0, 3), Some((2, 1)));
+    }
+
+    #[test]
+    fn a_held_database_gets_no_worker_until_released() {
+        let mut q = queue_with_worker(1);
+        q.request(1, 100);
+        q.request(2, 200);
+        q.take(0, 0);
+        assert_eq!(q.hold_database(1, 1000), vec![10]);
+        assert!(q.is_queued(2, 200));
+        // Its worker, stopped, does not requeue; a new request waits for the hold's end.
+        assert_eq!(q.release(0, 10), Some((100, true)));
+        q.request(1, 101);
+        assert_eq!(q.to_launch(10, 2), Some((0, 2)));
+        assert_eq!(q.to_launch(1000, 2), Some((0, 1)));
+        // One database is held at a time (DDL on databases is rare and brief).
+        q.hold_database(2, 1000);
+        assert_eq!(q.to_launch(10, 2), Some((0, 1)));
+    }
+}
