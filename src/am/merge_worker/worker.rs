@@ -24,6 +24,8 @@ use pgrx::prelude::*;
 /// A worker with nothing to do exits after this long (its database stays free for DDL
 /// that needs it alone; a new request starts a new worker).
 const IDLE_EXIT_MS: i64 = 5_000;
+/// Flushes and merges of one index per transaction at most.
+const ROUNDS_PER_TRANSACTION: usize = 4;
 /// A busy index (its table locked by DDL, or another backend merging) is looked at again
 /// after this long.
 const BUSY_RETRY_US: i64 = 1_000_000;
@@ -34,6 +36,8 @@ enum Outcome {
     Done,
     /// Left for later: its table or index is locked, or a backend wants a lock we hold.
     Later,
+    /// More to do at once: inserts filled the pending list again while it merged.
+    Again,
 }
 
 #[pg_guard]
@@ -75,6 +79,7 @@ pub extern "C-unwind" fn neardup_merge_worker(arg: pg_sys::Datum) {
                 match outcome {
                     Outcome::Done => q.0.finish(slot),
                     Outcome::Later => q.0.postpone(slot, now, BUSY_RETRY_US),
+                    Outcome::Again => q.0.postpone(slot, now, 0),
                 }
                 idle_since = now;
             }
@@ -119,16 +124,26 @@ fn merge_index(oid: pg_sys::Oid) -> Outcome {
             if index.is_null() {
                 return Outcome::Done;
             }
-            let outcome = if needs_merge(index) {
-                // The index is open and locked by this transaction.
-                let wanted = || pg_sys::LockHasWaitersRelation(index, lockmode);
-                match flush(index, &wanted) {
-                    Some(false) => Outcome::Later,
-                    _ => Outcome::Done,
+            // The index is open and locked by this transaction.
+            let wanted = || pg_sys::LockHasWaitersRelation(index, lockmode);
+            // A merge seals the list only if no sealed one waits, and inserts go on
+            // meanwhile: go round while the list is past its limit, a few times per
+            // transaction (which holds a snapshot and the lock).
+            let mut outcome = Outcome::Again;
+            for _ in 0..ROUNDS_PER_TRANSACTION {
+                if !needs_merge(index) {
+                    outcome = Outcome::Done;
+                    break;
                 }
-            } else {
-                Outcome::Done
-            };
+                match flush(index, &wanted) {
+                    // Another backend merges it: look again once it is done.
+                    None | Some(false) => {
+                        outcome = Outcome::Later;
+                        break;
+                    }
+                    Some(true) => {}
+                }
+            }
             pg_sys::relation_close(index, pg_sys::NoLock as _);
             outcome
         })();

@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# The background merge workers (issue 20), with neardup.merge_workers = 2. A pause point
+# set for the workers only (ALTER SYSTEM SET neardup.pause_at, which inserting sessions
+# never reach: they do not merge) holds a worker mid-merge while this script holds advisory
+# lock 4711; meanwhile:
+#   - inserts never merge themselves: a session inserting 5 x pending_limit rows returns
+#     while the worker is held, and waits at most neardup.merge_wait (shown in
+#     pg_stat_activity as its wait event), not for the merge;
+#   - sessions insert and read; every answer equals a seq scan's;
+#   - the worker is killed with SIGKILL mid-merge (crash recovery), then the postmaster is
+#     (kill -9 of everything) while a merge has written its run but not published it; the
+#     index checks clean and exact after each, and the workers merge again;
+#   - DROP INDEX waits for the held merge and then succeeds; DROP DATABASE of the worker's
+#     database succeeds at once (the worker is asked to exit); the server stops promptly
+#     (pg_ctl stop -m fast) with a worker held;
+#   - REINDEX INDEX CONCURRENTLY runs while sessions insert and the workers merge.
+# Answers are compared with a seq scan for 40 probes and hamming_index_check must count
+# every row after every step. Needs pageinspect (the metapage). Own cluster.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+source "$ROOT/scripts/cluster.sh"
+DIR=/tmp/neardup-merge-worker
+T0=$SECONDS
+
+fail() { echo "check_merge_worker: $*" >&2; exit 1; }
+q() { psql -XqAt -v ON_ERROR_STOP=1 "$@"; }
+bg=()
+cleanup() {
+    local pid
+    for pid in "${bg[@]}"; do kill "$pid" 2>/dev/null || true; done
+    cluster_stop "$DIR"
+}
+trap cleanup EXIT
+
+cluster_start "$DIR" "neardup.merge_workers = 2" "autovacuum = off" "fsync = on" \
+    "log_min_messages = warning" "restart_after_crash = on"
+
+q -c "SELECT 1 FROM pg_stat_activity WHERE backend_type = 'neardup merge launcher'" | grep -q 1 ||
+    fail "no 'neardup merge launcher' in pg_stat_activity"
+
+q >/dev/null -c "CREATE EXTENSION neardup" -c "CREATE EXTENSION pageinspect" \
+    -f "$ROOT/tests/integration/fingerprint_functions.sql"
+q >/dev/null <<'SQL'
+SELECT setseed(0.33);
+CREATE TABLE w (id bigserial PRIMARY KEY, fp simhash64);
+CREATE INDEX w_fp ON w USING hamming (fp) WITH (pending_limit = 1000);
+INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 20000);
+CREATE TABLE probes AS SELECT row_number() OVER () AS pid, fp FROM w ORDER BY random() LIMIT 40;
+-- Near copies of the probes, so that answers are not empty.
+INSERT INTO w (fp) SELECT flip(fp::bigint, 1 + (i % 3))::simhash64 FROM probes, generate_series(1, 5) i;
+CREATE FUNCTION page_u32(p bytea, at int) RETURNS bigint LANGUAGE sql IMMUTABLE AS
+$$ SELECT get_byte(p, at) + (get_byte(p, at + 1) << 8) + (get_byte(p, at + 2) << 16) + (get_byte(p, at + 3)::bigint << 24) $$;
+-- A u32 of the metapage's contents (core/src/search/index_page.rs): 28 the pending list's
+-- pages, 32 the sealed list's id, 48 the merge in progress.
+CREATE FUNCTION meta_u32(idx regclass, at int) RETURNS bigint LANGUAGE sql AS
+$$ SELECT page_u32(get_raw_page(idx::text, 0), 24 + at) $$;
+SQL
+LIMIT_ROWS=1000
+PER_PAGE=582 # entries on a pending page (index_page::ENTRIES_PER_PAGE)
+
+# answers PGOPTIONS: each probe's count of rows within 3 bits.
+answers() {
+    PGOPTIONS="$1" q -c "SELECT string_agg(c::text, ',' ORDER BY pid) FROM probes,
+        LATERAL (SELECT count(*) AS c FROM w WHERE fp <@ hamming_ball(probes.fp, 3)) x"
+}
+# exact STEP: index answers equal a seq scan's, and hamming_index_check counts every row.
+exact() {
+    local by_index by_seq checked rows
+    by_index=$(answers "-c enable_seqscan=off -c enable_bitmapscan=off")
+    by_seq=$(answers "-c enable_indexscan=off -c enable_bitmapscan=off")
+    [[ $by_index == "$by_seq" ]] || fail "[$1] the index finds $by_index, a seq scan $by_seq"
+    checked=$(q -c "SELECT hamming_index_check('w_fp')")
+    rows=$(PGOPTIONS="-c enable_indexscan=off -c enable_bitmapscan=off" q -c "SELECT count(*) FROM w")
+    [[ $checked == "$rows" ]] || fail "[$1] hamming_index_check counts $checked, w has $rows rows"
+    echo "check_merge_worker: $1: exact ($rows rows)"
+}
+# merged_within SECONDS STEP: the workers bring the pending list under its limit (to within
+# the page it is filling), with no list sealed and no merge in progress.
+merged_within() {
+    local deadline=$((SECONDS + $1))
+    until [[ $(q -c "SELECT (meta_u32('w_fp', 28) - 1) * $PER_PAGE < $LIMIT_ROWS AND meta_u32('w_fp', 32) = 0 AND meta_u32('w_fp', 48) = 0") == t ]]; do
+        ((SECONDS < deadline)) || fail "[$2] the workers did not merge in $1 s (pending pages, sealed list, merge: $(q -c "SELECT meta_u32('w_fp', 28), meta_u32('w_fp', 32), meta_u32('w_fp', 48)"); activity: $(q -c "SELECT backend_type, wait_event_type, wait_event, state, query FROM pg_stat_activity"))"
+        sleep 0.2
+    done
+}
+# hold POINT: the workers pause at POINT (while this script holds advisory lock 4711 in a
+# session of its own, left in HOLDER); returns once a worker waits there.
+hold() {
+    q -c "ALTER SYSTEM SET neardup.pause_at = '$1'" -c "SELECT pg_reload_conf()" >/dev/null
+    (q -c "SELECT pg_advisory_lock(4711)" -c "SELECT pg_sleep(600)" >/dev/null 2>&1) &
+    HOLDER=$!
+    bg+=("$HOLDER")
+    until [[ $(q -c "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4711 AND granted") == 1 ]]; do sleep 0.05; done
+}
+# held_worker SECONDS: the pid of a merge worker waiting at the pause point (fails after SECONDS).
+held_worker() {
+    local deadline=$((SECONDS + $1)) pid
+    while :; do
+        pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'neardup merge worker' AND wait_event_type = 'Lock' LIMIT 1")
+        [[ -n $pid ]] && { echo "$pid"; return; }
+        ((SECONDS < deadline)) || fail "no merge worker reached the pause point in $1 s"
+        sleep 0.1
+    done
+}
+release() {
+    q -c "ALTER SYSTEM RESET neardup.pause_at" -c "SELECT pg_reload_conf()" >/dev/null
+    kill "$HOLDER" 2>/dev/null || true
+    wait "$HOLDER" 2>/dev/null || true
+    q -c "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4711 AND granted" >/dev/null
+}
+wait_ready() {
+    local deadline=$((SECONDS + 60))
+    until q -c "SELECT 1" >/dev/null 2>&1; do
+        ((SECONDS < deadline)) || fail "the server did not come back after the crash"
+        sleep 0.2
+    done
+}
+
+merged_within 30 "the first rows"
+exact "after the first merges, by the workers"
+
+# --- 1. Inserts hand the merge off and wait only a bounded time.
+hold after_seal
+q -c "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 2 * $LIMIT_ROWS)"
+worker=$(held_worker 20)
+start=$(date +%s%N)
+q -c "SET neardup.merge_wait = '300ms'" -c "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 5 * $LIMIT_ROWS)"
+ms=$((($(date +%s%N) - start) / 1000000))
+((ms >= 250 && ms < 5000)) || fail "an insert outrunning a held worker took $ms ms (merge_wait 300 ms)"
+# A second statement waits again (the budget is per statement); pg_stat_activity shows it.
+(q -c "SET neardup.merge_wait = '3s'" -c "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 100)" >/dev/null) &
+inserter=$!
+sleep 1
+event=$(q -c "SELECT wait_event_type || '/' || wait_event FROM pg_stat_activity WHERE query LIKE 'INSERT INTO w (fp)%' AND backend_type = 'client backend'")
+wait "$inserter"
+case $event in Extension/Extension | Extension/NeardupMergeBehind) ;; *) fail "a waiting inserter shows wait event '$event'" ;; esac
+echo "check_merge_worker: an insert of 5 x pending_limit rows took $ms ms with a worker held mid-merge (pid $worker); a waiting one shows $event"
+
+# --- 2. Reads and inserts go on while the worker is held; then it is killed (SIGKILL).
+for _ in 1 2 3; do
+    q -c "INSERT INTO w (fp) SELECT flip(fp::bigint, 2)::simhash64 FROM probes"
+    exact "while a worker is held after sealing the list"
+done
+kill -9 "$worker"
+wait_ready
+release
+exact "after the worker was killed mid-merge (crash recovery)"
+q -c "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 2 * $LIMIT_ROWS)"
+merged_within 30 "after the worker's crash"
+exact "after the workers merged again"
+
+# --- 3. The postmaster killed while a merge has written its run, before publishing it.
+hold before_publish
+q -c "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 2 * $LIMIT_ROWS)"
+held_worker 20 >/dev/null
+postmaster=$(head -1 "$DIR/data/postmaster.pid")
+processes="$postmaster $(ps -o pid= --ppid "$postmaster" | tr '\n' ' ')"
+# shellcheck disable=SC2086
+kill -9 $processes 2>/dev/null || true
+for _ in $(seq 100); do
+    # shellcheck disable=SC2086
+    kill -0 $processes 2>/dev/null || break
+    sleep 0.1
+done
+sudo -u postgres "$PG_BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w start >/dev/null
+wait_ready
+q -c "ALTER SYSTEM RESET neardup.pause_at" -c "SELECT pg_reload_conf()" >/dev/null
+exact "after a kill -9 of the postmaster mid-merge"
+q -c "VACUUM w"
+exact "after VACUUM swept the unpublished run"
+q -c "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 2 * $LIMIT_ROWS)"
+merged_within 30 "after the postmaster's crash"
+
+# --- 4. DROP INDEX while a worker holds a merge of it.
+q >/dev/null -c "CREATE TABLE doomed (fp simhash64)" -c "CREATE INDEX doomed_fp ON doomed USING hamming (fp) WITH (pending_limit = 1000)"
+hold after_seal
+q -c "INSERT INTO doomed SELECT rnd64()::simhash64 FROM generate_series(1, 3000)"
+held_worker 20 >/dev/null
+(q -c "DROP INDEX doomed_fp" >"$DIR/drop.log" 2>&1; echo "exit $?" >>"$DIR/drop.log") &
+dropper=$!
+sleep 1
+kill -0 "$dropper" 2>/dev/null || fail "DROP INDEX did not wait for the merge in progress: $(cat "$DIR/drop.log")"
+release
+start=$SECONDS
+wait "$dropper"
+grep -q "exit 0" "$DIR/drop.log" || fail "DROP INDEX failed: $(cat "$DIR/drop.log")"
+echo "check_merge_worker: DROP INDEX waited for the held merge and then succeeded ($((SECONDS - start)) s after its release)"
+
+# --- 5. DROP DATABASE of a database whose worker is held mid-merge.
+q -c "CREATE DATABASE other"
+q -d other >/dev/null -c "CREATE EXTENSION neardup" \
+    -c "CREATE TABLE o (fp simhash64)" -c "CREATE INDEX o_fp ON o USING hamming (fp) WITH (pending_limit = 1000)"
+q -c "ALTER SYSTEM SET neardup.pause_at = 'after_seal'" -c "SELECT pg_reload_conf()" >/dev/null
+(q -d other -c "SELECT pg_advisory_lock(4711)" -c "SELECT pg_sleep(600)" >/dev/null 2>&1) &
+HOLDER=$!
+bg+=("$HOLDER")
+sleep 0.5
+q -d other -c "INSERT INTO o SELECT ('x' || md5(i::text))::bit(64)::bigint::simhash64 FROM generate_series(1, 3000) i"
+held_worker 20 >/dev/null
+# The lock holder is a session of that database too: it goes (the worker then runs on).
+q -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'other' AND backend_type = 'client backend'" >/dev/null
+wait "$HOLDER" 2>/dev/null || true
+start=$(date +%s%N)
+q -c "DROP DATABASE other" || fail "DROP DATABASE failed with a merge worker connected to it"
+ms=$((($(date +%s%N) - start) / 1000000))
+echo "check_merge_worker: DROP DATABASE with a worker held mid-merge in it took $ms ms"
+q -c "ALTER SYSTEM RESET neardup.pause_at" -c "SELECT pg_reload_conf()" >/dev/null
+q -c "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 2 * $LIMIT_ROWS)"
+merged_within 30 "after DROP DATABASE"
+
+# --- 6. The server stops promptly with a worker held mid-merge.
+hold after_seal
+q -c "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 2 * $LIMIT_ROWS)"
+held_worker 20 >/dev/null
+start=$SECONDS
+sudo -u postgres "$PG_BIN/pg_ctl" -D "$DIR/data" -m fast -t 30 -w stop >/dev/null || fail "the server did not stop in 30 s"
+echo "check_merge_worker: pg_ctl stop -m fast with a worker held took $((SECONDS - start)) s"
+wait "$HOLDER" 2>/dev/null || true
+sudo -u postgres "$PG_BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w start >/dev/null
+q -c "ALTER SYSTEM RESET neardup.pause_at" -c "SELECT pg_reload_conf()" >/dev/null
+exact "after a stop with a worker held mid-merge"
+# Shared memory starts empty: the next inserts past the limit ask for the merge again.
+q -c "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 2 * $LIMIT_ROWS)"
+merged_within 30 "after the restart"
+
+# --- 7. REINDEX CONCURRENTLY while sessions insert and the workers merge.
+for s in 1 2; do
+    (for _ in $(seq 60); do
+        echo "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 100);"
+        echo "INSERT INTO w (fp) SELECT flip(fp::bigint, 1)::simhash64 FROM probes WHERE pid % 7 = $s;"
+    done | q >/dev/null) &
+    bg+=($!)
+done
+for _ in 1 2 3; do q -c "REINDEX INDEX CONCURRENTLY w_fp"; done
+for pid in "${bg[@]: -2}"; do wait "$pid"; done
+exact "after REINDEX CONCURRENTLY during inserts and merges"
+merged_within 30 "after REINDEX CONCURRENTLY"
+! grep -E "PANIC|ERROR: .*(hamming|index|page)" "$DIR/server.log" || fail "errors of the index in the server log"
+exact "at the end"
+echo "check_merge_worker: passed in $((SECONDS - T0)) s"
