@@ -20,6 +20,7 @@
 
 use super::blocks;
 use super::build::scan_table;
+use super::merge::MergeLock;
 use super::meta;
 use super::page::{self, Kind};
 use super::registry::Registry;
@@ -79,6 +80,11 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
                 "hamming_index_check: not a hamming index"
             );
         }
+        // The merge lock keeps merges out for the whole check: the table's ShareLock keeps
+        // out inserts and VACUUM, but not the background merge workers, which lock the
+        // index alone. (A standby merges nothing but by replay.)
+        let _merges =
+            (heap_lock() == pg_sys::ShareLock as pg_sys::LOCKMODE).then(|| MergeLock::wait(rel));
         let m = meta::read(rel);
 
         // Rows of the pending lists and the runs' NULL rows.

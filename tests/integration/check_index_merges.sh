@@ -29,10 +29,12 @@ T0=$SECONDS
 fail() { echo "check_index_merges: $*" >&2; exit 1; }
 q() { psql -XqAt -v ON_ERROR_STOP=1 "$@"; }
 
-# No fsync: this checks answers, not durability (check_index_crash.sh does that).
+# No fsync: this checks answers, not durability (check_index_crash.sh does that). The
+# inserting backends merge (no background workers: the path without the preload, whose
+# steps (c) and (e) time); check_merge_worker.sh covers the workers.
 cluster_start "$DIR" "shared_preload_libraries = 'neardup'" "autovacuum = off" "fsync = off" \
     "synchronous_commit = off" "max_wal_size = '4GB'" "checkpoint_timeout = '30min'" \
-    "log_min_messages = warning"
+    "log_min_messages = warning" "neardup.merge_workers = 0"
 workers=()
 cleanup() {
     local pid

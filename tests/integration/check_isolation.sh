@@ -12,7 +12,9 @@ source "$ROOT/scripts/cluster.sh"
 DIR=/tmp/neardup-isolation
 REGRESS=/usr/lib/postgresql/15/lib/pgxs/src/test/isolation/pg_isolation_regress
 [[ -x $REGRESS ]] || { echo "check_isolation: $REGRESS is missing (postgresql-server-dev-15)" >&2; exit 1; }
-cluster_start "$DIR" "autovacuum = off" "fsync = off" "log_min_messages = warning"
+# The specs step merges in the inserting session (pause points): no background merge workers
+# (their protocol is the same; check_merge_worker.sh pauses them).
+cluster_start "$DIR" "autovacuum = off" "fsync = off" "log_min_messages = warning" "neardup.merge_workers = 0"
 trap 'cluster_stop "$DIR"' EXIT
 T0=$SECONDS
 psql -qX -v ON_ERROR_STOP=1 -c "CREATE DATABASE isolation_regression" >/dev/null

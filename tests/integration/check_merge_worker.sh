@@ -13,7 +13,8 @@
 #   - DROP INDEX waits for the held merge and then succeeds; DROP DATABASE of the worker's
 #     database succeeds at once (the worker is asked to exit); the server stops promptly
 #     (pg_ctl stop -m fast) with a worker held;
-#   - REINDEX INDEX CONCURRENTLY runs while sessions insert and the workers merge.
+#   - REINDEX INDEX CONCURRENTLY and hamming_index_check run while sessions insert and the
+#     workers merge.
 # Answers are compared with a seq scan for 40 probes and hamming_index_check must count
 # every row after every step. Needs pageinspect (the metapage). Own cluster.
 set -euo pipefail
@@ -231,8 +232,11 @@ for s in 1 2; do
     done | q >/dev/null) &
     bg+=($!)
 done
+# hamming_index_check alongside (it keeps merges out while it reads; they wait for it).
+(for _ in 1 2 3; do q -c "SELECT hamming_index_check('w_fp')" || exit 1; done >/dev/null) &
+bg+=($!)
 for _ in 1 2 3; do q -c "REINDEX INDEX CONCURRENTLY w_fp"; done
-for pid in "${bg[@]: -2}"; do wait "$pid"; done
+for pid in "${bg[@]: -3}"; do wait "$pid" || fail "an inserting or checking session failed"; done
 exact "after REINDEX CONCURRENTLY during inserts and merges"
 merged_within 30 "after REINDEX CONCURRENTLY"
 ! grep -E "PANIC|ERROR: .*(hamming|index|page)" "$DIR/server.log" || fail "errors of the index in the server log"

@@ -316,7 +316,11 @@ mod tests {
         // An insert asks again while it merges: queued again, for after this merge, and
         // no second worker is started for it meanwhile.
         assert_eq!(q.request(1, 100), Queued::Added);
-        assert_eq!(q.to_launch(0, 2), Some((1, 2)), "only database 2 needs a worker");
+        assert_eq!(
+            q.to_launch(0, 2),
+            Some((1, 2)),
+            "only database 2 needs a worker"
+        );
         q.finish(0);
         assert_eq!(q.idle_worker(1), Some(0));
         assert_eq!(q.take(0, 0), Some(100));

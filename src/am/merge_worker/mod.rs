@@ -119,7 +119,7 @@ pub fn hand_off(index: pg_sys::Relation, rows: u64, limit: u64) -> bool {
     // Ask once per page of the list past the limit: a request lost with shared memory in
     // a crash is made again, and no insert looks at the queue for nothing.
     let per_page = page::ENTRIES_PER_PAGE as u64;
-    if (rows - limit) % per_page == 0 && !request(index) {
+    if (rows - limit).is_multiple_of(per_page) && !request(index) {
         return false;
     }
     if rows >= STALL_AFTER_LIMITS * limit {
@@ -193,7 +193,10 @@ fn wait_for_seal(index: pg_sys::Relation, limit: u64) {
             WAITED_IN.store(statement, Ordering::Relaxed);
             return;
         }
-        wait_on_latch(((budget - waited) / 1000).clamp(1, 10), "NeardupMergeBehind");
+        wait_on_latch(
+            ((budget - waited) / 1000).clamp(1, 10),
+            "NeardupMergeBehind",
+        );
     }
 }
 

@@ -165,10 +165,8 @@ unsafe fn needs_merge(index: pg_sys::Relation) -> bool {
         if !ours || !(*(*index).rd_index).indisready {
             return false;
         }
-        let blocks = pg_sys::RelationGetNumberOfBlocksInFork(
-            index,
-            pg_sys::ForkNumber::MAIN_FORKNUM,
-        );
+        let blocks =
+            pg_sys::RelationGetNumberOfBlocksInFork(index, pg_sys::ForkNumber::MAIN_FORKNUM);
         if blocks == 0 {
             return false;
         }
@@ -210,18 +208,12 @@ pub(super) fn set_signal_handlers() {
         #[cfg(not(feature = "pg18"))]
         {
             pg_sys::pqsignal(pg_sys::SIGTERM as i32, Some(die_handler));
-            pg_sys::pqsignal(
-                pg_sys::SIGHUP as i32,
-                Some(reload_handler),
-            );
+            pg_sys::pqsignal(pg_sys::SIGHUP as i32, Some(reload_handler));
         }
         #[cfg(feature = "pg18")]
         {
             pg_sys::pqsignal_be(pg_sys::SIGTERM as i32, Some(die_handler));
-            pg_sys::pqsignal_be(
-                pg_sys::SIGHUP as i32,
-                Some(reload_handler),
-            );
+            pg_sys::pqsignal_be(pg_sys::SIGHUP as i32, Some(reload_handler));
         }
         pg_sys::BackgroundWorkerUnblockSignals();
     }
