@@ -112,10 +112,37 @@ pub fn flush_and_merge_until(index: pg_sys::Relation, stop: &dyn Fn() -> bool) -
     }
     registry::recycle(index);
     seal(index);
-    let done = merge_while_needed(index, stop);
+    let done = merge_while_needed(index, false, stop);
     refill_spare(index);
     done
 }
+
+/// What a background worker does with idle time: once inserts have stopped, merges the
+/// pending list and every run into one, as a fresh build would leave the index, so that
+/// lookups probe one run. Only when the smaller runs and the pending rows hold at least
+/// `1 / COMPACT_FRACTION` of the largest run's rows, which bounds the rewriting: a row of
+/// the largest run is rewritten once per that many new rows. Stops as
+/// `flush_and_merge_until` does; returns false if it stopped.
+pub fn compact_until(index: pg_sys::Relation, stop: &dyn Fn() -> bool) -> bool {
+    if !flush_and_merge_until(index, stop) {
+        return false;
+    }
+    let m = meta::read(index);
+    let largest = m.runs.iter().map(|r| r.rows).max().unwrap_or(0);
+    let all = m.run_rows() + m.pending.pages as u64 * page::ENTRIES_PER_PAGE as u64;
+    let rest = all - largest;
+    if rest == 0 || rest.saturating_mul(COMPACT_FRACTION) < largest {
+        return true;
+    }
+    seal(index);
+    let done = merge_while_needed(index, true, stop);
+    refill_spare(index);
+    done
+}
+
+/// See `compact_until`: twice `merge_policy::RATIO`, so that idle-time merges at most double
+/// the rewriting the policy does anyway.
+const COMPACT_FRACTION: u64 = 16;
 
 /// Seals the open pending list if it has rows and no list is sealed.
 fn seal(index: pg_sys::Relation) {
@@ -129,8 +156,9 @@ fn seal(index: pg_sys::Relation) {
     }
 }
 
-/// Merges until the policy is satisfied (true), or until `stop` (false).
-fn merge_while_needed(index: pg_sys::Relation, stop: &dyn Fn() -> bool) -> bool {
+/// Merges until the policy is satisfied (`all`: until one run is left) (true), or until
+/// `stop` (false).
+fn merge_while_needed(index: pg_sys::Relation, all: bool, stop: &dyn Fn() -> bool) -> bool {
     loop {
         if stop() {
             return false;
@@ -148,8 +176,8 @@ fn merge_while_needed(index: pg_sys::Relation, stop: &dyn Fn() -> bool) -> bool 
         }
         sizes.sort_by_key(|s| std::cmp::Reverse(s.0));
         let counts: Vec<u64> = sizes.iter().map(|s| s.0).collect();
-        let from = if crowded(index, &m) {
-            // The metapage has room for few more runs: all merge into one.
+        let from = if all || crowded(index, &m) {
+            // Compacting, or the metapage has room for few more runs: all merge into one.
             Some(0).filter(|_| sizes.len() > 1)
         } else {
             merge_from(&counts)

@@ -146,6 +146,13 @@ impl MergeQueue {
         r.db != 0 && r.not_before <= now && !self.being_merged(r.db, r.index)
     }
 
+    /// Whether a request of `db` is ready to be taken.
+    pub fn has_ready(&self, db: u32, now: Micros) -> bool {
+        self.requests
+            .iter()
+            .any(|r| r.db == db && self.ready(r, now))
+    }
+
     /// The oldest ready request of `worker`'s database, moved to the worker: its index.
     pub fn take(&mut self, worker: usize, now: Micros) -> Option<u32> {
         let db = self.workers[worker].db;
@@ -323,7 +330,10 @@ mod tests {
         );
         q.finish(0);
         assert_eq!(q.idle_worker(1), Some(0));
+        assert!(q.has_ready(1, 0));
         assert_eq!(q.take(0, 0), Some(100));
+        assert!(!q.has_ready(1, 0));
+        assert!(q.has_ready(2, 0));
     }
 
     #[test]

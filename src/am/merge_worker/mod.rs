@@ -244,9 +244,14 @@ fn wait_event(name: &'static str) -> u32 {
     }
 }
 
-/// Takes the merge lock if no one holds it and merges until done (`Some(true)`) or until
-/// `stop` (`Some(false)`); `None` if another backend holds the lock.
-fn flush(index: pg_sys::Relation, stop: &dyn Fn() -> bool) -> Option<bool> {
+/// Takes the merge lock if no one holds it and runs `work` (`merge::flush_and_merge_until`
+/// or `merge::compact_until`) until done (`Some(true)`) or until `stop` (`Some(false)`);
+/// `None` if another backend holds the lock.
+fn flush(
+    index: pg_sys::Relation,
+    stop: &dyn Fn() -> bool,
+    work: fn(pg_sys::Relation, &dyn Fn() -> bool) -> bool,
+) -> Option<bool> {
     let _lock = merge::MergeLock::try_take(index)?;
-    Some(merge::flush_and_merge_until(index, stop))
+    Some(work(index, stop))
 }

@@ -1,6 +1,8 @@
 //! A merge worker: connected to one database, it takes that database's requests one at a
-//! time and merges the index in a transaction of its own, then exits after `IDLE_EXIT_MS`
-//! without work. It locks the index alone, in ShareUpdateExclusiveLock: inserts, scans and
+//! time and merges the index in a transaction of its own. Once no request has come for
+//! `COMPACT_AFTER_IDLE_MS`, it compacts the last index it merged (`merge::compact_until`:
+//! one run, as a fresh build, when enough has accumulated), stopping for any new request;
+//! it exits after `IDLE_EXIT_MS` without work. It locks the index alone, in ShareUpdateExclusiveLock: inserts, scans and
 //! VACUUM go on; DDL on the index, and on its table (which locks the index too: DROP,
 //! TRUNCATE, rewrites, REINDEX), waits; and the merge stops between two of its tables as
 //! soon as such DDL waits, leaving the rest for later (the index is consistent between
@@ -15,6 +17,7 @@
 //! it at the next interrupt check, as it does a backend.
 
 use super::{flush, my_latch, wait_on_latch, QUEUE};
+use crate::am::merge;
 use crate::am::meta;
 use crate::am::options;
 use crate::am::page;
@@ -24,6 +27,8 @@ use pgrx::prelude::*;
 /// A worker with nothing to do exits after this long (its database stays free for DDL
 /// that needs it alone; a new request starts a new worker).
 const IDLE_EXIT_MS: i64 = 5_000;
+/// Inserts into an index are taken to have paused after this long without a request.
+const COMPACT_AFTER_IDLE_MS: i64 = 1_000;
 /// Flushes and merges of one index per transaction at most.
 const ROUNDS_PER_TRANSACTION: usize = 4;
 /// A busy index (its table locked by DDL, or another backend merging) is looked at again
@@ -65,6 +70,8 @@ pub extern "C-unwind" fn neardup_merge_worker(arg: pg_sys::Datum) {
     QUEUE.exclusive().0.workers[slot].latch = my_latch();
     // SAFETY: a clock read.
     let mut idle_since = unsafe { pg_sys::GetCurrentTimestamp() };
+    // The index merged last, until it is compacted.
+    let mut recent: Option<u32> = None;
     loop {
         reload_config_if_asked();
         // SAFETY: a clock read.
@@ -72,7 +79,10 @@ pub extern "C-unwind" fn neardup_merge_worker(arg: pg_sys::Datum) {
         let taken = QUEUE.exclusive().0.take(slot, now);
         match taken {
             Some(index) => {
-                let outcome = merge_index(pg_sys::Oid::from(index));
+                let outcome = merge_index(pg_sys::Oid::from(index), Work::Merge, db);
+                if matches!(outcome, Outcome::Done) {
+                    recent = Some(index);
+                }
                 // SAFETY: a clock read.
                 let now = unsafe { pg_sys::GetCurrentTimestamp() };
                 let mut q = QUEUE.exclusive();
@@ -85,6 +95,14 @@ pub extern "C-unwind" fn neardup_merge_worker(arg: pg_sys::Datum) {
             }
             None => {
                 let idle = (now - idle_since) / 1000;
+                if let Some(index) = recent.filter(|_| idle >= COMPACT_AFTER_IDLE_MS) {
+                    // Stopped by a request or by DDL: try again after the next pause.
+                    let outcome = merge_index(pg_sys::Oid::from(index), Work::Compact, db);
+                    recent = matches!(outcome, Outcome::Later).then_some(index);
+                    // SAFETY: a clock read.
+                    idle_since = unsafe { pg_sys::GetCurrentTimestamp() };
+                    continue;
+                }
                 if idle >= IDLE_EXIT_MS {
                     let mut q = QUEUE.exclusive();
                     if q.0.take(slot, now).is_none() {
@@ -96,14 +114,29 @@ pub extern "C-unwind" fn neardup_merge_worker(arg: pg_sys::Datum) {
                     q.0.postpone(slot, now, 0);
                     continue;
                 }
-                wait_on_latch(IDLE_EXIT_MS - idle, "NeardupMergeIdle");
+                let until = if recent.is_some() {
+                    COMPACT_AFTER_IDLE_MS
+                } else {
+                    IDLE_EXIT_MS
+                };
+                wait_on_latch(until - idle, "NeardupMergeIdle");
             }
         }
     }
 }
 
-/// Merges the index `oid` if it is still a `hamming` index that needs it.
-fn merge_index(oid: pg_sys::Oid) -> Outcome {
+/// What a worker does to an index.
+#[derive(Clone, Copy)]
+enum Work {
+    /// Seal and write its pending list, merge runs as the policy says.
+    Merge,
+    /// Its inserts have paused: merge it into one run.
+    Compact,
+}
+
+/// Merges (or compacts) the index `oid` of database `db` if it is still a `hamming` index
+/// that needs it.
+fn merge_index(oid: pg_sys::Oid, work: Work, db: u32) -> Outcome {
     let lockmode = pg_sys::ShareUpdateExclusiveLock as pg_sys::LOCKMODE;
     // SAFETY: a transaction of our own around catalog reads, locks and the merge; every
     // relation is opened under the lock taken on its oid and closed before the commit.
@@ -111,7 +144,11 @@ fn merge_index(oid: pg_sys::Oid) -> Outcome {
         pg_sys::SetCurrentStatementStartTimestamp();
         pg_sys::StartTransactionCommand();
         pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
-        let activity = format!("merging hamming index {}\0", oid.to_u32());
+        let verb = match work {
+            Work::Merge => "merging",
+            Work::Compact => "compacting",
+        };
+        let activity = format!("{verb} hamming index {}\0", oid.to_u32());
         pg_sys::pgstat_report_activity(
             pg_sys::BackendState::STATE_RUNNING,
             activity.as_ptr().cast(),
@@ -126,6 +163,19 @@ fn merge_index(oid: pg_sys::Oid) -> Outcome {
             }
             // The index is open and locked by this transaction.
             let wanted = || pg_sys::LockHasWaitersRelation(index, lockmode);
+            if let Work::Compact = work {
+                let outcome = if !is_ready_hamming(index) {
+                    Outcome::Done
+                } else {
+                    let stop = || wanted() || request_waits(db);
+                    match flush(index, &stop, merge::compact_until) {
+                        Some(true) => Outcome::Done,
+                        _ => Outcome::Later,
+                    }
+                };
+                pg_sys::relation_close(index, pg_sys::NoLock as _);
+                return outcome;
+            }
             // A merge seals the list only if no sealed one waits, and inserts go on
             // meanwhile: go round while the list is past its limit, a few times per
             // transaction (which holds a snapshot and the lock).
@@ -135,7 +185,7 @@ fn merge_index(oid: pg_sys::Oid) -> Outcome {
                     outcome = Outcome::Done;
                     break;
                 }
-                match flush(index, &wanted) {
+                match flush(index, &wanted, merge::flush_and_merge_until) {
                     // Another backend merges it: look again once it is done.
                     None | Some(false) => {
                         outcome = Outcome::Later;
@@ -154,11 +204,31 @@ fn merge_index(oid: pg_sys::Oid) -> Outcome {
     }
 }
 
-/// Whether `index` is a ready `hamming` index (not one being built or dropped, and not
-/// another relation under a reused oid) with work for a merge: a pending list
-/// past its limit, a sealed list, or a merge a crash or a stop interrupted.
+/// Whether a request of database `db` waits (a compaction gives way to it).
+fn request_waits(db: u32) -> bool {
+    // SAFETY: a clock read.
+    let now = unsafe { pg_sys::GetCurrentTimestamp() };
+    QUEUE.share().0.has_ready(db, now)
+}
+
+/// Whether `index` is a ready `hamming` index with work for a merge: a pending list past
+/// its limit, a sealed list, or a merge a crash or a stop interrupted.
 unsafe fn needs_merge(index: pg_sys::Relation) -> bool {
     // SAFETY: an open, locked index.
+    unsafe {
+        if !is_ready_hamming(index) {
+            return false;
+        }
+        let m = meta::read(index);
+        let pending = m.pending.pages as u64 * page::ENTRIES_PER_PAGE as u64;
+        m.merging != 0 || m.sealed.id != 0 || pending >= options::of(index).pending_limit as u64
+    }
+}
+
+/// Whether `index` is a ready `hamming` index: not one being built or dropped, and not
+/// another relation under a reused oid.
+unsafe fn is_ready_hamming(index: pg_sys::Relation) -> bool {
+    // SAFETY: an open, locked relation.
     unsafe {
         let ours = (*(*index).rd_rel).relkind == pg_sys::RELKIND_INDEX as std::ffi::c_char
             && (*(*index).rd_rel).relam == pg_sys::get_index_am_oid(c"hamming".as_ptr(), true);
@@ -167,12 +237,7 @@ unsafe fn needs_merge(index: pg_sys::Relation) -> bool {
         }
         let blocks =
             pg_sys::RelationGetNumberOfBlocksInFork(index, pg_sys::ForkNumber::MAIN_FORKNUM);
-        if blocks == 0 {
-            return false;
-        }
-        let m = meta::read(index);
-        let pending = m.pending.pages as u64 * page::ENTRIES_PER_PAGE as u64;
-        m.merging != 0 || m.sealed.id != 0 || pending >= options::of(index).pending_limit as u64
+        blocks > 0
     }
 }
 

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Batched and single-row ingestion with the background merge workers (issue 20), in one run,
+# each figure beside its baseline:
+#   (1) batched: ROWS random fingerprints (default 1 M) inserted as 100-row statements by
+#       pgbench (-M prepared, 2 clients) into `h`, which has only a `hamming` index, and the
+#       same into `b`, which has only a btree on fp::bigint, in CHECKPOINTS steps (default
+#       10: h's step, then b's). Reported: rows/s, the p99.9 and the worst statement latency
+#       over the whole load; at every checkpoint, 50 lookups (one LATERAL statement, the
+#       median of 5, enable_seqscan off) on h against `fresh`, the same rows with the index
+#       built after the copy (counts must agree), and the index size against fresh's;
+#   (2) single rows: SINGLE_SECONDS (default 30) of one-row commits from 4 clients into h and
+#       into b: commits/s and p50.
+# WORKERS (default 2) sets neardup.merge_workers; WORKERS=0 measures merges in the inserting
+# backend (0.5.0's behaviour) for comparison. Autovacuum is off (no merge by VACUUM).
+# Usage: bench/ingest_batched.sh        ROWS=10000000 bench/ingest_batched.sh
+#        WORKERS=0 bench/ingest_batched.sh    SKIP_INSTALL=1 bench/ingest_batched.sh
+source "$(dirname "$0")/lib.sh"
+DIR=/tmp/neardup-bench-batched
+ROWS=${ROWS:-1000000}
+CHECKPOINTS=${CHECKPOINTS:-10}
+WORKERS=${WORKERS:-2}
+SINGLE_SECONDS=${SINGLE_SECONDS:-30}
+CLIENTS=2
+PER_STATEMENT=100
+TX_PER_CLIENT=$((ROWS / CHECKPOINTS / PER_STATEMENT / CLIENTS))
+T0=$SECONDS
+
+[[ -n ${SKIP_INSTALL:-} ]] || install_extension
+cluster_start "$DIR" "shared_buffers = '2GB'" "maintenance_work_mem = '1GB'" "autovacuum = off" \
+    "jit = off" "max_wal_size = '16GB'" "checkpoint_timeout = '30min'" "neardup.merge_workers = $WORKERS"
+WORK=$(mktemp -d)
+trap 'cluster_stop "$DIR"; rm -rf "$WORK"' EXIT
+chmod a+rwx "$WORK"
+q() { psql -XqAt -v ON_ERROR_STOP=1 "$@"; }
+q >/dev/null -c "CREATE EXTENSION neardup" -f "$ROOT/tests/integration/fingerprint_functions.sql"
+q >/dev/null <<'SQL'
+CREATE TABLE h (fp simhash64);
+CREATE INDEX h_fp ON h USING hamming (fp);
+CREATE TABLE b (fp simhash64);
+CREATE INDEX b_fp ON b USING btree ((fp::bigint));
+SQL
+for t in h b; do
+    echo "INSERT INTO $t SELECT rnd64()::simhash64 FROM generate_series(1, $PER_STATEMENT);" >"$WORK/batch_$t.sql"
+    echo "INSERT INTO $t VALUES (rnd64()::simhash64);" >"$WORK/single_$t.sql"
+done
+
+# pgbench_run SCRIPT LOGPREFIX ARGS...: pgbench with per-statement logs kept under LOGPREFIX.
+pgbench_run() {
+    local script=$1 prefix=$2
+    shift 2
+    (cd "$WORK" && pgbench -n -M prepared -l --log-prefix="$prefix" "$@" -f "$script" >"$WORK/out" 2>&1) ||
+        { cat "$WORK/out" >&2; exit 1; }
+}
+# latencies PREFIX: every statement latency (ms) of the logs under PREFIX, sorted.
+latencies() { cat "$WORK"/$1.* | awk '{ print $3 / 1000 }' | sort -g; }
+pct() { awk -v p="$1" '{ a[NR] = $1 } END { i = int(NR * p); if (i < 1) i = 1; if (i > NR) i = NR; print a[i] }'; }
+mb() { q -c "SELECT round(pg_relation_size('$1') / 1048576.0, 1)"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3g", a / b; else print "-" }'; }
+lookup_sql() {
+    echo "SELECT string_agg(c::text, ',' ORDER BY pid) FROM probes,
+        LATERAL (SELECT count(*) AS c FROM $1 WHERE fp <@ hamming_ball(probes.fp, 3)) x"
+}
+
+echo "== (1) $ROWS rows as $PER_STATEMENT-row statements from $CLIENTS clients, neardup.merge_workers = $WORKERS"
+printf '%-12s %10s %9s %9s %7s %9s %9s %7s\n' checkpoint rows "h ms" "fresh ms" ratio "h MB" "fresh MB" ratio
+h_ms=0 b_ms=0 worst_ratio=0 worst_size=0
+for ((c = 1; c <= CHECKPOINTS; c++)); do
+    for t in h b; do
+        start=$(date +%s%N)
+        pgbench_run "batch_$t.sql" "batch_${t}_$c" -c $CLIENTS -j $CLIENTS -t $TX_PER_CLIENT
+        ms=$((($(date +%s%N) - start) / 1000000))
+        if [[ $t == h ]]; then h_ms=$((h_ms + ms)); else b_ms=$((b_ms + ms)); fi
+    done
+    q >/dev/null -c "SET client_min_messages = warning" -c "DROP TABLE IF EXISTS fresh" -c "DROP TABLE IF EXISTS probes" \
+        -c "CREATE TABLE fresh AS SELECT fp FROM h" -c "CREATE INDEX fresh_fp ON fresh USING hamming (fp)" \
+        -c "CREATE TABLE probes AS SELECT row_number() OVER () AS pid, fp FROM (SELECT fp FROM h TABLESAMPLE SYSTEM (1) LIMIT 50) s" \
+        -c "VACUUM ANALYZE fresh" -c "VACUUM ANALYZE probes"
+    live=$(PGOPTIONS="-c enable_seqscan=off" q -c "$(lookup_sql h)")
+    fresh=$(PGOPTIONS="-c enable_seqscan=off" q -c "$(lookup_sql fresh)")
+    [[ $live == "$fresh" ]] || { echo "MISMATCH at checkpoint $c: h finds $live, fresh $fresh" >&2; exit 1; }
+    lh=$(PGOPTIONS="-c enable_seqscan=off" median_ms 5 "$(lookup_sql h)")
+    lf=$(PGOPTIONS="-c enable_seqscan=off" median_ms 5 "$(lookup_sql fresh)")
+    r=$(ratio "$lh" "$lf")
+    sr=$(ratio "$(q -c "SELECT pg_relation_size('h_fp')")" "$(q -c "SELECT pg_relation_size('fresh_fp')")")
+    awk -v a="$r" -v b="$worst_ratio" 'BEGIN { exit !(a > b) }' && worst_ratio=$r
+    awk -v a="$sr" -v b="$worst_size" 'BEGIN { exit !(a > b) }' && worst_size=$sr
+    printf '%-12s %10s %9.2f %9.2f %7s %9s %9s %7s\n' "$c/$CHECKPOINTS" "$(q -c "SELECT count(*) FROM h")" \
+        "$lh" "$lf" "$r" "$(mb h_fp)" "$(mb fresh_fp)" "$sr"
+done
+checked=$(q -c "SELECT hamming_index_check('h_fp')")
+[[ $checked == "$(q -c "SELECT count(*) FROM h")" ]] || { echo "hamming_index_check counts $checked" >&2; exit 1; }
+latencies "batch_h_*" >"$WORK/h.lat"
+latencies "batch_b_*" >"$WORK/b.lat"
+h_p999=$(pct 0.999 <"$WORK/h.lat") b_p999=$(pct 0.999 <"$WORK/b.lat")
+h_max=$(tail -1 "$WORK/h.lat") b_max=$(tail -1 "$WORK/b.lat")
+h_rate=$((ROWS * 1000 / h_ms)) b_rate=$((ROWS * 1000 / b_ms))
+echo "   hamming_index_check: $checked entries, as many as rows"
+
+echo "== (2) single-row commits, 4 clients, $SINGLE_SECONDS s each"
+for t in h b; do
+    pgbench_run "single_$t.sql" "single_$t" -c 4 -j 2 -T "$SINGLE_SECONDS"
+    latencies "single_$t" >"$WORK/single_$t.lat"
+done
+h_commits=$(($(wc -l <"$WORK/single_h.lat") / SINGLE_SECONDS)) b_commits=$(($(wc -l <"$WORK/single_b.lat") / SINGLE_SECONDS))
+h_p50=$(pct 0.5 <"$WORK/single_h.lat") b_p50=$(pct 0.5 <"$WORK/single_b.lat")
+
+echo
+echo "== summary (merge_workers = $WORKERS, $((SECONDS - T0)) s in all)"
+result "batched: rows/s into h (hamming)" "$h_rate" "r/s" "into b (btree)" "$b_rate" >/dev/null
+result "batched: p99.9 statement, h" "$h_p999" ms "b" "$b_p999" >/dev/null
+result "batched: worst statement, h" "$h_max" ms "b" "$b_max" >/dev/null
+result "batched: lookups, worst checkpoint" "$worst_ratio" "x" "fresh index = 1" 1 >/dev/null
+result "batched: index size, worst checkpoint" "$worst_size" "x" "fresh index = 1" 1 >/dev/null
+result "single rows: commits/s into h" "$h_commits" "c/s" "into b" "$b_commits" >/dev/null
+result "single rows: p50, h" "$h_p50" ms "b" "$b_p50" >/dev/null
+print_summary
+goal() { awk -v m="$1" -v v="$2" -v l="$3" -v d="$4" 'BEGIN { ok = (d == "ge") ? (v + 0 >= l + 0) : (v + 0 <= l + 0)
+    printf "%-44s %9.3g  %s %-6s %s\n", m, v, (d == "ge" ? ">=" : "<="), l, (ok ? "PASS" : "MISS") }'; }
+echo
+echo "== the goals of issue 20 (the run does not fail on a MISS)"
+goal "batched throughput / btree's" "$(ratio "$h_rate" "$b_rate")" 1 ge
+goal "worst statement (ms)" "$h_max" 100 le
+goal "p99.9 / btree's" "$(ratio "$h_p999" "$b_p999")" 2 le
+goal "lookups / fresh, worst checkpoint" "$worst_ratio" 1.2 le
+goal "index size / fresh, worst checkpoint" "$worst_size" 1.2 le
+goal "single-row commits/s / btree's" "$(ratio "$h_commits" "$b_commits")" 0.9 ge
+goal "single-row p50 / btree's" "$(ratio "$h_p50" "$b_p50")" 1.5 le
