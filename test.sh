@@ -12,8 +12,8 @@
 #                   from 0.1.0, an install over a running server, cancellation, memory
 #                   bounds, an install in a schema off the search_path; for the hamming
 #                   index a model-based test (tests/model), isolation specs
-#                   (tests/isolation), crash, standby and long-snapshot checks; the Debian
-#                   package installed without cargo
+#                   (tests/isolation), crash, standby and long-snapshot checks, the
+#                   background merge workers; the Debian package installed without cargo
 #   5. other majors: on 18 and 16, the integration checks that do not depend on the major's
 #                   own behaviour being 15's, and pg_upgrade from 15
 set -euo pipefail
@@ -49,10 +49,10 @@ tests/integration/run.sh
 # On the other majors: what their servers change under neardup (WAL replay, crash recovery,
 # cancellation, memory, parallel workers, DDL) and what a user of them runs (the cookbook,
 # pg_upgrade from 15, the package). 16 is pgserver's build, with no pageinspect: the
-# crash and standby checks, which read the metapage with it, run on 18 only.
+# crash, standby and merge worker checks, which read the metapage with it, run on 18 only.
 COMMON="check_readme_cookbook check_cancellation check_memory_bounds check_parallel_own_rows \
 check_held_rows_ddl check_any_schema check_pg_upgrade check_package"
 echo "== 5. integration (PostgreSQL 18)"
-PG_CONFIG=$PG18 NEARDUP_CHECKS="$COMMON check_index_crash check_index_standby" tests/integration/run.sh
+PG_CONFIG=$PG18 NEARDUP_CHECKS="$COMMON check_index_crash check_index_standby check_merge_worker" tests/integration/run.sh
 echo "== 5. integration (PostgreSQL 16)"
 PG_CONFIG=$PG16 NEARDUP_CHECKS="$COMMON" tests/integration/run.sh
