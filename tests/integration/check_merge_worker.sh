@@ -3,9 +3,10 @@
 # set for the workers only (ALTER SYSTEM SET neardup.pause_at, which inserting sessions
 # never reach: they do not merge) holds a worker mid-merge while this script holds advisory
 # lock 4711; meanwhile:
-#   - inserts never merge themselves: a session inserting 5 x pending_limit rows returns
-#     while the worker is held, and waits at most neardup.merge_wait (shown in
-#     pg_stat_activity as its wait event), not for the merge;
+#   - inserts never merge themselves: a session inserting 20 x pending_limit rows (past the
+#     16,384 pending rows that make inserters wait) returns while the worker is held, and
+#     waits at most neardup.merge_wait (shown in pg_stat_activity as its wait event), not
+#     for the merge;
 #   - sessions insert and read; every answer equals a seq scan's;
 #   - the worker is killed with SIGKILL mid-merge (crash recovery), then the postmaster is
 #     (kill -9 of everything) while a merge has written its run but not published it; the
@@ -129,7 +130,7 @@ hold after_seal
 q -c "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 2 * $LIMIT_ROWS)"
 worker=$(held_worker 20)
 start=$(date +%s%N)
-q -c "SET neardup.merge_wait = '300ms'" -c "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 5 * $LIMIT_ROWS)"
+q -c "SET neardup.merge_wait = '300ms'" -c "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 20 * $LIMIT_ROWS)"
 ms=$((($(date +%s%N) - start) / 1000000))
 ((ms >= 250 && ms < 5000)) || fail "an insert outrunning a held worker took $ms ms (merge_wait 300 ms)"
 # A second statement waits again (the budget is per statement); pg_stat_activity shows it.
@@ -139,7 +140,7 @@ sleep 1
 event=$(q -c "SELECT wait_event_type || '/' || wait_event FROM pg_stat_activity WHERE query LIKE 'INSERT INTO w (fp)%' AND backend_type = 'client backend'")
 wait "$inserter"
 case $event in Extension/Extension | Extension/NeardupMergeBehind) ;; *) fail "a waiting inserter shows wait event '$event'" ;; esac
-echo "check_merge_worker: an insert of 5 x pending_limit rows took $ms ms with a worker held mid-merge (pid $worker); a waiting one shows $event"
+echo "check_merge_worker: an insert of 20 x pending_limit rows took $ms ms with a worker held mid-merge (pid $worker); a waiting one shows $event"
 
 # --- 2. Reads and inserts go on while the worker is held; then it is killed (SIGKILL).
 for _ in 1 2 3; do

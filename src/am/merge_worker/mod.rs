@@ -5,7 +5,8 @@
 //! worker seals the list, writes it as a run and merges runs (`merge::flush_and_merge`).
 //!
 //! An inserter waits only when the workers are behind: its pending list holds
-//! `STALL_AFTER_LIMITS` times the limit. It then waits for the list to be sealed, at most
+//! `STALL_AFTER_LIMITS` times the limit, and at least `BEHIND_ROWS` (a worker needs a
+//! moment to start, and a small limit would make every large INSERT wait). It then waits for the list to be sealed, at most
 //! `neardup.merge_wait` per statement (wait event `NeardupMergeBehind` from PostgreSQL 17,
 //! `Extension` before), and goes on appending after that: the list grows, lookups read
 //! more pending rows until the worker catches up, and nothing is lost.
@@ -122,7 +123,7 @@ pub fn hand_off(index: pg_sys::Relation, rows: u64, limit: u64) -> bool {
     if (rows - limit).is_multiple_of(per_page) && !request(index) {
         return false;
     }
-    if rows >= STALL_AFTER_LIMITS * limit {
+    if rows >= behind(limit) {
         wait_for_seal(index, limit);
     }
     true
@@ -150,6 +151,15 @@ fn request(index: pg_sys::Relation) -> bool {
     }
     queued != Queued::Full
 }
+
+/// Pending rows past which the workers are behind and an inserter waits.
+fn behind(limit: u64) -> u64 {
+    (STALL_AFTER_LIMITS * limit).max(BEHIND_ROWS)
+}
+
+/// The fewest pending rows that make an inserter wait (28 pages, which a lookup compares in
+/// tens of microseconds).
+const BEHIND_ROWS: u64 = 16_384;
 
 /// Sets the latch at `address` (a PGPROC's latch in shared memory), if any.
 fn set_latch(address: usize) {
@@ -184,7 +194,7 @@ fn wait_for_seal(index: pg_sys::Relation, limit: u64) {
     loop {
         let m = meta::read(index);
         let rows = m.pending.pages as u64 * page::ENTRIES_PER_PAGE as u64;
-        if rows < STALL_AFTER_LIMITS * limit {
+        if rows < behind(limit) {
             return;
         }
         // SAFETY: as above.
