@@ -1,6 +1,6 @@
 //! A merge worker: connected to one database, it takes that database's requests one at a
 //! time and merges the index in a transaction of its own. Once no request has come for
-//! `COMPACT_AFTER_IDLE_MS`, it compacts the last index it merged (`merge::compact_until`:
+//! `COMPACT_AFTER_IDLE_MS`, it compacts the indexes it merged, one at a time (`merge::compact_until`:
 //! one run, as a fresh build, when enough has accumulated), stopping for any new request;
 //! it exits after `IDLE_EXIT_MS` without work. It locks the index alone, in ShareUpdateExclusiveLock: inserts, scans and
 //! VACUUM go on; DDL on the index, and on its table (which locks the index too: DROP,
@@ -29,6 +29,8 @@ use pgrx::prelude::*;
 const IDLE_EXIT_MS: i64 = 5_000;
 /// Inserts into an index are taken to have paused after this long without a request.
 const COMPACT_AFTER_IDLE_MS: i64 = 1_000;
+/// Indexes a worker remembers to compact (the oldest is forgotten).
+const MAX_RECENT: usize = 8;
 /// Flushes and merges of one index per transaction at most.
 const ROUNDS_PER_TRANSACTION: usize = 4;
 /// A busy index (its table locked by DDL, or another backend merging) is looked at again
@@ -37,8 +39,10 @@ const BUSY_RETRY_US: i64 = 1_000_000;
 
 /// What became of a request.
 enum Outcome {
-    /// Merged, or nothing to do (the index is gone, or another backend merges it).
+    /// Merged, or nothing to do (another backend merges it).
     Done,
+    /// The index is gone, or is not a ready `hamming` index (its oid was reused).
+    Gone,
     /// Left for later: its table or index is locked, or a backend wants a lock we hold.
     Later,
     /// More to do at once: inserts filled the pending list again while it merged.
@@ -70,8 +74,8 @@ pub extern "C-unwind" fn neardup_merge_worker(arg: pg_sys::Datum) {
     QUEUE.exclusive().0.workers[slot].latch = my_latch();
     // SAFETY: a clock read.
     let mut idle_since = unsafe { pg_sys::GetCurrentTimestamp() };
-    // The index merged last, until it is compacted.
-    let mut recent: Option<u32> = None;
+    // The indexes merged since they were last compacted, oldest first.
+    let mut recent: Vec<u32> = Vec::new();
     loop {
         reload_config_if_asked();
         // SAFETY: a clock read.
@@ -80,14 +84,18 @@ pub extern "C-unwind" fn neardup_merge_worker(arg: pg_sys::Datum) {
         match taken {
             Some(index) => {
                 let outcome = merge_index(pg_sys::Oid::from(index), Work::Merge, db);
-                if matches!(outcome, Outcome::Done) {
-                    recent = Some(index);
+                recent.retain(|&r| r != index);
+                if !matches!(outcome, Outcome::Gone) {
+                    recent.push(index);
+                    if recent.len() > MAX_RECENT {
+                        recent.remove(0);
+                    }
                 }
                 // SAFETY: a clock read.
                 let now = unsafe { pg_sys::GetCurrentTimestamp() };
                 let mut q = QUEUE.exclusive();
                 match outcome {
-                    Outcome::Done => q.0.finish(slot),
+                    Outcome::Done | Outcome::Gone => q.0.finish(slot),
                     Outcome::Later => q.0.postpone(slot, now, BUSY_RETRY_US),
                     Outcome::Again => q.0.postpone(slot, now, 0),
                 }
@@ -95,10 +103,13 @@ pub extern "C-unwind" fn neardup_merge_worker(arg: pg_sys::Datum) {
             }
             None => {
                 let idle = (now - idle_since) / 1000;
-                if let Some(index) = recent.filter(|_| idle >= COMPACT_AFTER_IDLE_MS) {
-                    // Stopped by a request or by DDL: try again after the next pause.
+                if !recent.is_empty() && idle >= COMPACT_AFTER_IDLE_MS {
+                    let index = recent.remove(0);
                     let outcome = merge_index(pg_sys::Oid::from(index), Work::Compact, db);
-                    recent = matches!(outcome, Outcome::Later).then_some(index);
+                    if matches!(outcome, Outcome::Later) {
+                        // Stopped by a request or by DDL: again after the next pause.
+                        recent.push(index);
+                    }
                     // SAFETY: a clock read.
                     idle_since = unsafe { pg_sys::GetCurrentTimestamp() };
                     continue;
@@ -114,7 +125,7 @@ pub extern "C-unwind" fn neardup_merge_worker(arg: pg_sys::Datum) {
                     q.0.postpone(slot, now, 0);
                     continue;
                 }
-                let until = if recent.is_some() {
+                let until = if !recent.is_empty() {
                     COMPACT_AFTER_IDLE_MS
                 } else {
                     IDLE_EXIT_MS
@@ -159,19 +170,19 @@ fn merge_index(oid: pg_sys::Oid, work: Work, db: u32) -> Outcome {
             }
             let index = pg_sys::try_relation_open(oid, pg_sys::NoLock as _);
             if index.is_null() {
-                return Outcome::Done;
+                return Outcome::Gone;
+            }
+            if !is_ready_hamming(index) {
+                pg_sys::relation_close(index, pg_sys::NoLock as _);
+                return Outcome::Gone;
             }
             // The index is open and locked by this transaction.
             let wanted = || pg_sys::LockHasWaitersRelation(index, lockmode);
             if let Work::Compact = work {
-                let outcome = if !is_ready_hamming(index) {
-                    Outcome::Done
-                } else {
-                    let stop = || wanted() || request_waits(db);
-                    match flush(index, &stop, merge::compact_until) {
-                        Some(true) => Outcome::Done,
-                        _ => Outcome::Later,
-                    }
+                let stop = || wanted() || request_waits(db);
+                let outcome = match flush(index, &stop, merge::compact_until) {
+                    Some(true) => Outcome::Done,
+                    _ => Outcome::Later,
                 };
                 pg_sys::relation_close(index, pg_sys::NoLock as _);
                 return outcome;
@@ -211,18 +222,12 @@ fn request_waits(db: u32) -> bool {
     QUEUE.share().0.has_ready(db, now)
 }
 
-/// Whether `index` is a ready `hamming` index with work for a merge: a pending list past
-/// its limit, a sealed list, or a merge a crash or a stop interrupted.
-unsafe fn needs_merge(index: pg_sys::Relation) -> bool {
-    // SAFETY: an open, locked index.
-    unsafe {
-        if !is_ready_hamming(index) {
-            return false;
-        }
-        let m = meta::read(index);
-        let pending = m.pending.pages as u64 * page::ENTRIES_PER_PAGE as u64;
-        m.merging != 0 || m.sealed.id != 0 || pending >= options::of(index).pending_limit as u64
-    }
+/// Whether a ready `hamming` index has work for a merge: a pending list past its limit, a
+/// sealed list, or a merge a crash or a stop interrupted.
+fn needs_merge(index: pg_sys::Relation) -> bool {
+    let m = meta::read(index);
+    let pending = m.pending.pages as u64 * page::ENTRIES_PER_PAGE as u64;
+    m.merging != 0 || m.sealed.id != 0 || pending >= options::of(index).pending_limit as u64
 }
 
 /// Whether `index` is a ready `hamming` index: not one being built or dropped, and not
