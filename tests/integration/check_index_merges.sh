@@ -307,7 +307,7 @@ SQL
 # The cancel may come just after the merge ended (then the metapage names none, or a merge
 # table by table that the backend began next, which the next INSERT finishes): again.
 before=$(rows)
-for attempt in 1 2 3; do
+for attempt in 1 2 3 4 5 6; do
     q -c "TRUNCATE cancels"
     q -c "CALL cancel_during_merge()" >"$DIR/cancel.log" 2>&1 &
     canceller=$!
@@ -325,7 +325,7 @@ for attempt in 1 2 3; do
     echo "check_index_merges: attempt $attempt: cancelled while merge $(q -c "SELECT merge FROM cancels") was writing;" \
         "the metapage names merge $merge ($(meta inputs) runs merged table by table)"
     ((merge > 0)) && [[ $(meta inputs) == 0 ]] && break
-    ((attempt < 3)) || fail "[$STAGE] three cancels, none while a merge was writing a run whole"
+    ((attempt < 6)) || fail "[$STAGE] six cancels, none while a merge was writing a run whole"
 done
 q -c "CREATE TABLE orphans AS SELECT blkno FROM page_owners('docs_fp') WHERE owner = $merge"
 orphans=$(q -c "SELECT count(*) FROM orphans")
