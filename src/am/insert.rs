@@ -86,7 +86,7 @@ fn stall(index: pg_sys::Relation, limit: u64) {
             return;
         }
         let m = meta::read(index);
-        if (m.pending.pages as u64) * (page::ENTRIES_PER_PAGE as u64) < STALL_AFTER_LIMITS * limit {
+        if m.pending.row_capacity() < STALL_AFTER_LIMITS * limit {
             return;
         }
         // SAFETY: this backend's latch; the wait is interruptible and ends with the

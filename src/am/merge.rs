@@ -129,7 +129,7 @@ pub fn compact_until(index: pg_sys::Relation, stop: &dyn Fn() -> bool) -> bool {
     }
     let m = meta::read(index);
     let largest = m.runs.iter().map(|r| r.rows).max().unwrap_or(0);
-    let all = m.run_rows() + m.pending.pages as u64 * page::ENTRIES_PER_PAGE as u64;
+    let all = m.run_rows() + m.pending.row_capacity();
     let rest = all - largest;
     if rest == 0 || rest.saturating_mul(COMPACT_FRACTION) < largest {
         return true;
@@ -222,7 +222,7 @@ fn merge_while_needed(index: pg_sys::Relation, all: bool, stop: &dyn Fn() -> boo
 /// (a run from the pending list and a merge's output): past that, merges take every run,
 /// so the metapage never overflows whatever the options and row counts.
 fn crowded(index: pg_sys::Relation, m: &Meta) -> bool {
-    let rows = m.run_rows() + m.pending_pages() as u64 * page::ENTRIES_PER_PAGE as u64;
+    let rows = m.run_rows() + m.pending.row_capacity() + m.sealed.row_capacity();
     let tables = m
         .runs
         .iter()
@@ -493,7 +493,7 @@ fn continue_by_table(index: pg_sys::Relation, id: u32, stop: &dyn Fn() -> bool) 
 fn flush_pending_past_limit(index: pg_sys::Relation) {
     let limit = options::of(index).pending_limit as u64;
     let m = meta::read(index);
-    let rows = m.pending.pages as u64 * page::ENTRIES_PER_PAGE as u64;
+    let rows = m.pending.row_capacity();
     if m.sealed.id != 0 || rows < limit {
         return;
     }

@@ -106,7 +106,15 @@ impl PageWriter {
 
     /// Writes a whole page.
     pub fn write(&mut self, block: u32, role: Role, next: u32, contents: &[u8]) {
-        pgrx::check_for_interrupts!();
+        if self.merge.is_some() {
+            // A merge is throttled as VACUUM is: in a merge worker by its cost limit
+            // (merge_worker::throttle), in VACUUM by VACUUM's; elsewhere this only checks
+            // for interrupts.
+            // SAFETY: no buffer lock is held here.
+            unsafe { super::vacuum_delay_point() };
+        } else {
+            pgrx::check_for_interrupts!();
+        }
         let locked = Locked::read(self.index, self.fork, block, pg_sys::BUFFER_LOCK_EXCLUSIVE);
         let fill = |p: pg_sys::Page| {
             // SAFETY: p is the locked page or its GenericXLog copy.

@@ -325,7 +325,8 @@ workers=()
 # table by table, publishing each table), and a session deletes and VACUUMs in a loop
 # (bulk delete under the merge lock, flush, recycle, sweep).
 STAGE="crash during merges"
-q >/dev/null -c "CREATE EXTENSION pageinspect" -c "CREATE EXTENSION pg_freespacemap"
+q >/dev/null -c "CREATE EXTENSION pageinspect" -c "CREATE EXTENSION pg_freespacemap" \
+    -f "$ROOT/tests/integration/index_pages.sql"
 q >/dev/null <<'SQL'
 CREATE TABLE ingest (id bigserial PRIMARY KEY, fp simhash64);
 CREATE INDEX ingest_fp ON ingest USING hamming (fp) WITH (pending_limit = 600);
@@ -333,24 +334,6 @@ CREATE INDEX ingest_fp ON ingest USING hamming (fp) WITH (pending_limit = 600);
 -- that merges of the largest run go table by table.
 INSERT INTO ingest (fp) SELECT fp::simhash64 FROM gen ORDER BY random();
 INSERT INTO ingest (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 50000);
--- The metapage and page layouts are drawn in core/src/search/index_page.rs and src/am/page.rs.
-CREATE FUNCTION page_u32(p bytea, at int) RETURNS bigint LANGUAGE sql IMMUTABLE AS
-$$ SELECT get_byte(p, at) + (get_byte(p, at + 1) << 8) + (get_byte(p, at + 2) << 16) + (get_byte(p, at + 3)::bigint << 24) $$;
--- A u32 of the metapage after the page header: 48 merging (the id of the run a merge is
--- writing, 0: none), 52 inputs (how many runs it merges table by table, 0: it writes
--- the run whole); -1 if block 0 is not our metapage.
-CREATE FUNCTION meta_u32(idx regclass, at int) RETURNS bigint LANGUAGE sql AS
-$$ SELECT CASE WHEN page_u32(p, 24) = x'4E445550'::bigint THEN page_u32(p, 24 + at) ELSE -1 END
-   FROM get_raw_page(idx::text, 0) p $$;
--- Each page's special space (NULL for a new page): its owner (the id of its run or list),
--- its kind (2: leaf of a table, 3: pending or NULL rows, 4: directory) and its table.
-CREATE FUNCTION page_owners(idx regclass) RETURNS TABLE (blkno bigint, owner bigint, kind int, tbl int)
-LANGUAGE sql AS
-$$ SELECT b, CASE WHEN h.upper <> 0 THEN page_u32(p, h.special + 4) END,
-          CASE WHEN h.upper <> 0 THEN get_byte(p, h.special + 8) + (get_byte(p, h.special + 9) << 8) END,
-          CASE WHEN h.upper <> 0 THEN get_byte(p, h.special + 10) + (get_byte(p, h.special + 11) << 8) END
-   FROM generate_series(1, pg_relation_size(idx) / 8192 - 1) b, LATERAL get_raw_page(idx::text, b) p,
-        LATERAL page_header(p) h $$;
 -- Kills the cluster from inside, within a millisecond or two of seeing a merge under way
 -- in two polls a millisecond apart: a kill from the shell after the poll returned would
 -- come tens of milliseconds later, after most merges have ended. `kill` is the command

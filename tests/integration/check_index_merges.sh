@@ -47,7 +47,7 @@ trap cleanup EXIT
 # near copies (0-4 bits from their centre), exact duplicates and a spike of 2,000 sharing
 # their top 24 bits (one long run of equal prefixes in the tables that key on those bits).
 q >/dev/null -c "CREATE EXTENSION neardup" -c "CREATE EXTENSION pageinspect" -c "CREATE EXTENSION pg_freespacemap" \
-    -f "$ROOT/tests/integration/fingerprint_functions.sql"
+    -f "$ROOT/tests/integration/fingerprint_functions.sql" -f "$ROOT/tests/integration/index_pages.sql"
 q >/dev/null <<'SQL'
 SELECT setseed(0.41);
 CREATE TABLE centres AS SELECT row_number() OVER () AS c, rnd64() AS fp FROM generate_series(1, 2000);
@@ -69,19 +69,6 @@ SELECT row_number() OVER () AS pid, fp FROM (
 ) s;
 CREATE TABLE docs (id bigserial PRIMARY KEY, n int, fp simhash64);
 CREATE INDEX docs_fp ON docs USING hamming (fp) WITH (pending_limit = 1000);
--- Reading the index's pages (layouts in core/src/search/index_page.rs and src/am/page.rs).
-CREATE FUNCTION page_u32(p bytea, at int) RETURNS bigint LANGUAGE sql IMMUTABLE AS
-$$ SELECT get_byte(p, at) + (get_byte(p, at + 1) << 8) + (get_byte(p, at + 2) << 16) + (get_byte(p, at + 3)::bigint << 24) $$;
--- A u32 of the metapage's contents (after the 24-byte page header), -1 if block 0 is not
--- our metapage.
-CREATE FUNCTION meta_u32(idx regclass, at int) RETURNS bigint LANGUAGE sql AS
-$$ SELECT CASE WHEN page_u32(p, 24) = x'4E445550'::bigint THEN page_u32(p, 24 + at) ELSE -1 END
-   FROM get_raw_page(idx::text, 0) p $$;
--- Each page's owner (the id of its run or list; NULL for a new page).
-CREATE FUNCTION page_owners(idx regclass) RETURNS TABLE (blkno bigint, owner bigint) LANGUAGE sql AS
-$$ SELECT b, CASE WHEN h.upper <> 0 THEN page_u32(p, h.special + 4) END
-   FROM generate_series(1, pg_relation_size(idx) / 8192 - 1) b, LATERAL get_raw_page(idx::text, b) p,
-        LATERAL page_header(p) h $$;
 SQL
 [[ $(q -c "SELECT count(*) FROM gen") == 200000 ]] || fail "expected 200000 generated rows"
 [[ $(q -c "SELECT count(*) FROM probes") == 50 ]] || fail "expected 50 probes"

@@ -16,7 +16,8 @@
 #     (pg_ctl stop -m fast) with a worker held;
 #   - REINDEX INDEX CONCURRENTLY and hamming_index_check run while sessions insert and the
 #     workers merge;
-#   - once inserts pause, a worker compacts the index into one run.
+#   - once inserts pause, a worker compacts the index into one run;
+#   - with neardup.merge_cost_delay set, a worker sleeps in VacuumDelay and still merges.
 # Answers are compared with a seq scan for 40 probes and hamming_index_check must count
 # every row after every step. Needs pageinspect (the metapage). Own cluster.
 set -euo pipefail
@@ -42,7 +43,7 @@ q -c "SELECT 1 FROM pg_stat_activity WHERE backend_type = 'neardup merge launche
     fail "no 'neardup merge launcher' in pg_stat_activity"
 
 q >/dev/null -c "CREATE EXTENSION neardup" -c "CREATE EXTENSION pageinspect" \
-    -f "$ROOT/tests/integration/fingerprint_functions.sql"
+    -f "$ROOT/tests/integration/fingerprint_functions.sql" -f "$ROOT/tests/integration/index_pages.sql"
 q >/dev/null <<'SQL'
 SELECT setseed(0.33);
 CREATE TABLE w (id bigserial PRIMARY KEY, fp simhash64);
@@ -51,12 +52,6 @@ INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 20000);
 CREATE TABLE probes AS SELECT row_number() OVER () AS pid, fp FROM w ORDER BY random() LIMIT 40;
 -- Near copies of the probes, so that answers are not empty.
 INSERT INTO w (fp) SELECT flip(fp::bigint, 1 + (i % 3))::simhash64 FROM probes, generate_series(1, 5) i;
-CREATE FUNCTION page_u32(p bytea, at int) RETURNS bigint LANGUAGE sql IMMUTABLE AS
-$$ SELECT get_byte(p, at) + (get_byte(p, at + 1) << 8) + (get_byte(p, at + 2) << 16) + (get_byte(p, at + 3)::bigint << 24) $$;
--- A u32 of the metapage's contents (core/src/search/index_page.rs): 28 the pending list's
--- pages, 32 the sealed list's id, 48 the merge in progress.
-CREATE FUNCTION meta_u32(idx regclass, at int) RETURNS bigint LANGUAGE sql AS
-$$ SELECT page_u32(get_raw_page(idx::text, 0), 24 + at) $$;
 SQL
 LIMIT_ROWS=1000
 PER_PAGE=582 # entries on a pending page (index_page::ENTRIES_PER_PAGE)
@@ -245,7 +240,7 @@ for _ in 1 2 3; do q -c "SELECT hamming_index_check('w_fp')" >/dev/null; done
 for pid in "${bg[@]: -2}"; do wait "$pid" || fail "an inserting session failed"; done
 exact "after REINDEX CONCURRENTLY during inserts and merges"
 merged_within 30 "after REINDEX CONCURRENTLY"
-! # --- 8. Once inserts pause, a worker compacts the index into one run (as a fresh build).
+# --- 8. Once inserts pause, a worker compacts the index into one run (as a fresh build).
 q -c "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 5 * $LIMIT_ROWS)"
 deadline=$((SECONDS + 30))
 until [[ $(q -c "SELECT meta_u32('w_fp', 60) = 1 AND meta_u32('w_fp', 28) = 0 AND meta_u32('w_fp', 32) = 0") == t ]]; do
@@ -253,6 +248,24 @@ until [[ $(q -c "SELECT meta_u32('w_fp', 60) = 1 AND meta_u32('w_fp', 28) = 0 AN
     sleep 0.2
 done
 exact "compacted into one run after the inserts paused"
+# --- 9. Throttled as autovacuum: with a cost delay, a worker sleeps (wait event
+# VacuumDelay) between the pages it writes, and still merges; answers stay exact meanwhile.
+q >/dev/null -c "ALTER SYSTEM SET neardup.merge_cost_delay = '20ms'" \
+    -c "ALTER SYSTEM SET neardup.merge_cost_limit = 200" -c "SELECT pg_reload_conf()"
+start=$SECONDS
+q -c "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 20 * $LIMIT_ROWS)"
+delays=0
+for _ in $(seq 100); do
+    delays=$((delays + $(q -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'neardup merge worker' AND wait_event = 'VacuumDelay'")))
+    ((delays < 2)) || break
+    sleep 0.05
+done
+((delays >= 2)) || fail "no merge worker slept in VacuumDelay with neardup.merge_cost_delay = 20ms"
+exact "while a throttled worker merges" held
+merged_within 120 "throttled"
+echo "check_merge_worker: a throttled worker was seen in VacuumDelay $delays times and merged 20 x pending_limit rows in $((SECONDS - start)) s"
+q >/dev/null -c "ALTER SYSTEM RESET neardup.merge_cost_delay" -c "ALTER SYSTEM RESET neardup.merge_cost_limit" \
+    -c "SELECT pg_reload_conf()"
 ! grep -E "PANIC|ERROR: .*(hamming|index|page)" "$DIR/server.log" || fail "errors of the index in the server log"
 exact "at the end"
 echo "check_merge_worker: passed in $((SECONDS - T0)) s"

@@ -273,6 +273,12 @@ pub struct List {
 }
 
 impl List {
+    /// The most rows its pages hold (all full): what inserters and merges compare with
+    /// `pending_limit`, read off the metapage alone.
+    pub fn row_capacity(&self) -> u64 {
+        self.pages as u64 * ENTRIES_PER_PAGE as u64
+    }
+
     pub fn empty(id: u32) -> List {
         List {
             id,

@@ -134,6 +134,14 @@ impl MergeQueue {
             .position(|w| w.in_use && !w.exiting && w.db == db && w.index == 0 && w.latch != 0)
     }
 
+    /// Workers alive and not exiting: those that share the merge cost limit.
+    pub fn running_workers(&self) -> usize {
+        self.workers
+            .iter()
+            .filter(|w| w.in_use && !w.exiting)
+            .count()
+    }
+
     /// Whether a worker is merging `index` now (a request for it waits until it is done:
     /// the merge lock would keep a second worker out anyway).
     fn being_merged(&self, db: u32, index: u32) -> bool {
@@ -334,6 +342,20 @@ mod tests {
         assert_eq!(q.take(0, 0), Some(100));
         assert!(!q.has_ready(1, 0));
         assert!(q.has_ready(2, 0));
+    }
+
+    #[test]
+    fn the_cost_limit_is_shared_by_running_workers_only() {
+        let mut q = queue_with_worker(1);
+        assert_eq!(q.running_workers(), 1);
+        q.workers[1] = Worker {
+            in_use: true,
+            db: 2,
+            ..Worker::default()
+        };
+        assert_eq!(q.running_workers(), 2);
+        q.workers[1].exiting = true;
+        assert_eq!(q.running_workers(), 1, "an exiting worker merges no more");
     }
 
     #[test]

@@ -14,9 +14,13 @@
 //! Merges stay in the inserting backend (as without the preload) for an index the workers
 //! cannot see: one created or given new storage (TRUNCATE, REINDEX) by the inserter's own
 //! transaction, and temporary ones; and when the queue is full.
+//!
+//! `neardup.merge_cost_delay` and `neardup.merge_cost_limit` throttle the workers' page
+//! reads and writes as autovacuum's are throttled (`throttle`).
 
 mod databases;
 mod launcher;
+mod throttle;
 mod worker;
 
 use super::merge::{self, STALL_AFTER_LIMITS};
@@ -52,6 +56,14 @@ pub static MERGE_WORKERS: GucSetting<i32> = GucSetting::<i32>::new(2);
 /// outrun the background merges.
 pub static MERGE_WAIT: GucSetting<i32> = GucSetting::<i32>::new(50);
 
+/// `neardup.merge_cost_delay`: the workers' cost-based delay, in milliseconds, as
+/// autovacuum's (0: merges are not throttled; -1: `vacuum_cost_delay`).
+pub static MERGE_COST_DELAY: GucSetting<f64> = GucSetting::<f64>::new(0.0);
+
+/// `neardup.merge_cost_limit`: the cost that makes the workers sleep, shared among the
+/// workers merging at once (-1: `vacuum_cost_limit`).
+pub static MERGE_COST_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(-1);
+
 /// Called from `_PG_init`: the settings always; with the preload, the shared queue, the
 /// launcher and the hook that lets database-wide DDL through.
 pub fn init() {
@@ -74,6 +86,26 @@ pub fn init() {
         60_000,
         GucContext::Userset,
         GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_float_guc(
+        c"neardup.merge_cost_delay",
+        c"Cost-based delay of the merge workers, in ms (0: not throttled; -1: vacuum_cost_delay).",
+        c"Works as autovacuum_vacuum_cost_delay does for autovacuum workers.",
+        &MERGE_COST_DELAY,
+        -1.0,
+        100.0,
+        GucContext::Sighup,
+        GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_int_guc(
+        c"neardup.merge_cost_limit",
+        c"Cost after which the merge workers sleep, shared among them (-1: vacuum_cost_limit).",
+        c"Works as autovacuum_vacuum_cost_limit does for autovacuum workers.",
+        &MERGE_COST_LIMIT,
+        -1,
+        10_000,
+        GucContext::Sighup,
+        GucFlags::default(),
     );
     // SAFETY: read in _PG_init, single-threaded.
     if !unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
@@ -193,8 +225,7 @@ fn wait_for_seal(index: pg_sys::Relation, limit: u64) {
     let start = unsafe { pg_sys::GetCurrentTimestamp() };
     loop {
         let m = meta::read(index);
-        let rows = m.pending.pages as u64 * page::ENTRIES_PER_PAGE as u64;
-        if rows < behind(limit) {
+        if m.pending.row_capacity() < behind(limit) {
             return;
         }
         // SAFETY: as above.

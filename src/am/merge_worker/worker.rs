@@ -16,11 +16,11 @@
 //! `MAX_FAILURES` in a row. SIGTERM (shutdown, pg_terminate_backend, DROP DATABASE) stops
 //! it at the next interrupt check, as it does a backend.
 
+use super::throttle::Throttle;
 use super::{flush, my_latch, wait_on_latch, QUEUE};
 use crate::am::merge;
 use crate::am::meta;
 use crate::am::options;
-use crate::am::page;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
@@ -177,6 +177,7 @@ fn merge_index(oid: pg_sys::Oid, work: Work, db: u32) -> Outcome {
                 return Outcome::Gone;
             }
             // The index is open and locked by this transaction.
+            let _throttle = Throttle::start();
             let wanted = || pg_sys::LockHasWaitersRelation(index, lockmode);
             if let Work::Compact = work {
                 let stop = || wanted() || request_waits(db);
@@ -226,8 +227,9 @@ fn request_waits(db: u32) -> bool {
 /// sealed list, or a merge a crash or a stop interrupted.
 fn needs_merge(index: pg_sys::Relation) -> bool {
     let m = meta::read(index);
-    let pending = m.pending.pages as u64 * page::ENTRIES_PER_PAGE as u64;
-    m.merging != 0 || m.sealed.id != 0 || pending >= options::of(index).pending_limit as u64
+    m.merging != 0
+        || m.sealed.id != 0
+        || m.pending.row_capacity() >= options::of(index).pending_limit as u64
 }
 
 /// Whether `index` is a ready `hamming` index: not one being built or dropped, and not
