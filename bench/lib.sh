@@ -36,6 +36,16 @@ median_ms() {
     for _ in $(seq "$rounds"); do exec_ms "$sql"; done | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
 }
 
+# session_median_ms ROUNDS SQL: the median of several runs in one session, after one
+# unmeasured run: what a pooled connection sees (the first run of a new session also pays
+# for its caches, more for a table created moments before).
+session_median_ms() {
+    local rounds=$1 sql=$2
+    for _ in $(seq $((rounds + 1))); do echo "EXPLAIN (ANALYZE, TIMING OFF) $sql;"; done | psql -AtX |
+        sed -n 's/^Execution Time: \([0-9.]*\) ms$/\1/p' | tail -n "$rounds" | sort -g |
+        awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
+}
+
 # wall_ms SQL...: wall-clock milliseconds of the statements, run in one session (for DDL,
 # which EXPLAIN cannot time).
 wall_ms() {

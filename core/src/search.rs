@@ -9,3 +9,4 @@ pub mod merge_policy;
 pub mod merge_queue;
 pub mod nearest;
 pub mod permuted;
+pub mod within;

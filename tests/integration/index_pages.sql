@@ -23,3 +23,18 @@ $$ SELECT b, CASE WHEN h.upper <> 0 THEN page_u32(p, h.special + 4) END,
           CASE WHEN h.upper <> 0 THEN get_byte(p, h.special + 10) + (get_byte(p, h.special + 11) << 8) END
    FROM generate_series(1, pg_relation_size(idx) / 8192 - 1) b, LATERAL get_raw_page(idx::text, b) p,
         LATERAL page_header(p) h $$;
+
+-- The rows of each run, largest first, and the pending rows at most (pages of the open
+-- and the sealed list x 582), as 'rows+rows+... p pending'.
+CREATE FUNCTION run_rows(idx regclass) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    p bytea := get_raw_page(idx::text, 0);
+    at int := 24 + 68 + 4 * page_u32(p, 24 + 52) + 4 * page_u32(p, 24 + 56);
+    runs text[] := '{}';
+BEGIN
+    FOR i IN 1 .. page_u32(p, 24 + 60) LOOP
+        runs := runs || (page_u32(p, at + 8) + (page_u32(p, at + 12) << 32))::text;
+        at := at + 28 + 12 * page_u32(p, at + 24)::int;
+    END LOOP;
+    RETURN array_to_string(runs, '+') || ' p' || ((page_u32(p, 24 + 28) + page_u32(p, 24 + 44)) * 582);
+END $$;

@@ -12,7 +12,7 @@
 //! reported by the first ball that contains it). A radius beyond max_distance, or no
 //! condition, reads table 0 of every run, the NULL rows and the pending rows instead.
 
-use super::cache::{compared_from_memory, for_each_row_in, Row, ScanCache};
+use super::cache::{compared_from_memory, for_each_row_in, Row, ScanCache, PASSES_BEFORE_SORTING};
 use super::Query;
 use crate::am::page::{self, Kind};
 use crate::am::run;
@@ -139,9 +139,9 @@ impl Matches {
             _ => return false,
         };
         if !matches!(self.probes, Probes::All) {
-            // From a scan's second lookup on (a rescan, or the next center), the small runs
-            // are compared from memory rather than probed table by table.
-            let small_in_memory = cache.lookups > 0;
+            // Once a scan's lookups (rescans, or centers) are many, the small runs are
+            // sorted in memory rather than probed on disk table by table.
+            let small_in_memory = cache.lookups >= PASSES_BEFORE_SORTING;
             cache.lookups += 1;
             let meta = &cache.meta;
             self.sources = meta
