@@ -112,7 +112,7 @@ pub fn flush_and_merge_until(index: pg_sys::Relation, stop: &dyn Fn() -> bool) -
     }
     registry::recycle(index);
     seal(index);
-    let done = merge_while_needed(index, false, stop);
+    let done = merge_while_needed(index, Goal::Policy, stop);
     refill_spare(index);
     done
 }
@@ -121,21 +121,35 @@ pub fn flush_and_merge_until(index: pg_sys::Relation, stop: &dyn Fn() -> bool) -
 /// pending list and every run into one, as a fresh build would leave the index, so that
 /// lookups probe one run. Only when the smaller runs and the pending rows hold at least
 /// `1 / COMPACT_FRACTION` of the largest run's rows, which bounds the rewriting: a row of
-/// the largest run is rewritten once per that many new rows. Stops as
+/// the largest run is rewritten once per that many new rows. Below that, if there are
+/// several smaller runs, or one and pending rows, it folds them into one run beside the
+/// largest (rewriting only those rows), so that lookups probe two runs and no pending rows.
+/// A pending list under its limit beside the largest run alone stays as it is: comparing
+/// its rows costs a lookup less than probing the tables of a run of them. Stops as
 /// `flush_and_merge_until` does; returns false if it stopped.
 pub fn compact_until(index: pg_sys::Relation, stop: &dyn Fn() -> bool) -> bool {
-    if !flush_and_merge_until(index, stop) {
+    let m = meta::read(index);
+    let limit = options::of(index).pending_limit as u64;
+    if (m.merging != 0 || m.sealed.id != 0 || m.pending.row_capacity() >= limit)
+        && !flush_and_merge_until(index, stop)
+    {
         return false;
     }
     let m = meta::read(index);
     let largest = m.runs.iter().map(|r| r.rows).max().unwrap_or(0);
-    let all = m.run_rows() + m.pending.row_capacity();
-    let rest = all - largest;
-    if rest == 0 || rest.saturating_mul(COMPACT_FRACTION) < largest {
+    let rest = m.run_rows() + m.pending.row_capacity() - largest;
+    let goal = if rest == 0 {
         return true;
-    }
+    } else if rest.saturating_mul(COMPACT_FRACTION) >= largest {
+        Goal::OneRun
+    } else if m.runs.len() > 2 || (m.runs.len() == 2 && m.pending.pages > 0) {
+        Goal::TwoRuns
+    } else {
+        return true;
+    };
+    registry::recycle(index);
     seal(index);
-    let done = merge_while_needed(index, true, stop);
+    let done = merge_while_needed(index, goal, stop);
     refill_spare(index);
     done
 }
@@ -158,9 +172,19 @@ fn seal(index: pg_sys::Relation) {
     }
 }
 
-/// Merges until the policy is satisfied (`all`: until one run is left) (true), or until
-/// `stop` (false).
-fn merge_while_needed(index: pg_sys::Relation, all: bool, stop: &dyn Fn() -> bool) -> bool {
+/// How far `merge_while_needed` merges.
+#[derive(Clone, Copy, PartialEq)]
+enum Goal {
+    /// As the merge policy says.
+    Policy,
+    /// The largest run and at most one other (and no sealed list).
+    TwoRuns,
+    /// One run.
+    OneRun,
+}
+
+/// Merges until `goal` is reached (true), or until `stop` (false).
+fn merge_while_needed(index: pg_sys::Relation, goal: Goal, stop: &dyn Fn() -> bool) -> bool {
     loop {
         if stop() {
             return false;
@@ -178,9 +202,12 @@ fn merge_while_needed(index: pg_sys::Relation, all: bool, stop: &dyn Fn() -> boo
         }
         sizes.sort_by_key(|s| std::cmp::Reverse(s.0));
         let counts: Vec<u64> = sizes.iter().map(|s| s.0).collect();
-        let from = if all || crowded(index, &m) {
+        let from = if goal == Goal::OneRun || crowded(index, &m) {
             // Compacting, or the metapage has room for few more runs: all merge into one.
             Some(0).filter(|_| sizes.len() > 1)
+        } else if goal == Goal::TwoRuns && sizes.len() > 2 {
+            // Everything after the largest merges into one.
+            Some(1)
         } else {
             merge_from(&counts)
         };

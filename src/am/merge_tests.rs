@@ -46,8 +46,8 @@ fn an_index_grown_by_inserts_merges_runs_and_stays_exact() {
         assert_eq!(index, brute, "{q}");
     }
     assert_eq!(Spi::get_one::<i64>("SELECT hamming_index_check('docs_fp')").unwrap(), Some(rows));
-    // 300 lookups as rescans of one scan (a nested loop): from the second on, the small
-    // runs are compared from memory, and past 256 the pending rows are sorted.
+    // 300 lookups as rescans of one scan (a nested loop): past 256, the rows of the small
+    // runs and the pending rows are sorted into tables in memory.
     assert!(m.runs.iter().any(|r| r.rows <= 16384), "a small run: {m:?}");
     let lateral = |condition: &str| {
         format!(
@@ -241,4 +241,74 @@ fn a_stale_free_space_map_is_neither_corruption_nor_reused() {
         Spi::get_one::<i64>("SELECT hamming_index_check('docs_fp')").unwrap(),
         Some(row_count("docs"))
     );
+}
+
+#[pg_test]
+fn compaction_rewrites_the_largest_run_only_for_enough_new_rows() {
+    // 80,000 rows in one run: 1/64 of it is 1,250 rows. A pending page holds 582.
+    Spi::run(
+        "CREATE TABLE c (id int, fp simhash64);
+         INSERT INTO c SELECT i, (i * 2654435761)::bigint::simhash64 FROM generate_series(1, 80000) i;
+         CREATE INDEX c_fp ON c USING hamming (fp) WITH (pending_limit = 600);",
+    )
+    .unwrap();
+    let add = |from: i64, to: i64| {
+        Spi::run(&format!(
+            "INSERT INTO c SELECT i, (i * 2654435761)::bigint::simhash64 FROM generate_series({from}, {to}) i"
+        ))
+        .unwrap()
+    };
+    // Answers for 20 probes (with near copies of them, inserted first) against a seq
+    // scan's, and every row checked.
+    Spi::run(
+        "INSERT INTO c SELECT 0, (fp::bigint # (1::bigint << (i * 13 % 64)))::simhash64
+         FROM c, generate_series(1, 3) i WHERE id % 2000 = 0",
+    )
+    .unwrap();
+    let check = |what: &str| {
+        let counts = |settings: &str| {
+            Spi::get_one::<String>(&format!(
+                "{settings} SELECT string_agg(n::text, ',' ORDER BY p.id) FROM c p,
+                 LATERAL (SELECT count(*) AS n FROM c WHERE fp <@ hamming_ball(p.fp, 3)) x
+                 WHERE p.id % 4000 = 0 AND p.id > 0"
+            ))
+            .unwrap()
+            .unwrap()
+        };
+        let by_index = counts("SET LOCAL enable_seqscan = off;");
+        let by_seq = counts("SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off;");
+        Spi::run("RESET enable_seqscan; RESET enable_indexscan; RESET enable_bitmapscan").unwrap();
+        assert_eq!(by_index, by_seq, "{what}");
+        assert_eq!(
+            Spi::get_one::<i64>("SELECT hamming_index_check('c_fp')").unwrap(),
+            Some(row_count("c")),
+            "{what}"
+        );
+    };
+    // The near copies (120 rows) are pending. With 380 more, beside the one run: left
+    // pending (comparing them is cheaper than probing a run of them).
+    add(80001, 80380);
+    assert!(crate::am::compact("c_fp"));
+    let m = crate::am::meta_of("c_fp");
+    assert!(m.runs.len() == 1 && m.pending.pages == 1, "{m:?}");
+    check("pending rows beside one run");
+    // A full pending list became a second run (600 rows), and 480 rows are pending after
+    // it: less than 1/64 of the largest together. Folded into one run beside it, the
+    // largest untouched.
+    add(80381, 80960);
+    let m = crate::am::meta_of("c_fp");
+    assert!(m.runs.len() == 2 && m.pending.pages == 1, "{m:?}");
+    let largest = m.runs[0].id;
+    assert!(crate::am::compact("c_fp"));
+    let m = crate::am::meta_of("c_fp");
+    assert!(m.runs.len() == 2 && m.runs[0].id == largest, "{m:?}");
+    assert!(m.pending.pages == 0 && m.runs[1].rows == 1080, "{m:?}");
+    check("folded beside the largest run");
+    // Past 1/64: one run, as a fresh build.
+    add(80961, 82500);
+    assert!(crate::am::compact("c_fp"));
+    let m = crate::am::meta_of("c_fp");
+    assert!(m.runs.len() == 1 && m.pending.pages == 0, "{m:?}");
+    assert_eq!(m.run_rows() as i64, row_count("c"));
+    check("compacted into one run");
 }

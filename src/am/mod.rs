@@ -146,6 +146,16 @@ pub fn meta_of(index: &str) -> neardup_core::search::index_page::Meta {
     with_index(index, meta::read)
 }
 
+/// What a merge worker does once inserts pause (`merge::compact_until`), to an index by
+/// name, under the merge lock (for the SQL tests).
+#[cfg(any(test, feature = "pg_test"))]
+pub fn compact(index: &str) -> bool {
+    with_index(index, |rel| {
+        let _lock = merge::MergeLock::wait(rel);
+        merge::compact_until(rel, &|| false)
+    })
+}
+
 /// The garbage in an index's registry, by name (for the SQL tests).
 #[cfg(any(test, feature = "pg_test"))]
 pub fn garbage_of(index: &str) -> Vec<neardup_core::search::index_page::Garbage> {

@@ -339,9 +339,10 @@ INSERT INTO ingest (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 50000)
 -- come tens of milliseconds later, after most merges have ended. `kill` is the command
 -- (kill -9, the postmaster and its children); this backend's own pid is added to it. The merge is recorded
 -- (and committed) first. Commits between polls, so as not to hold back the recycling of
--- merged-away runs. Returns (no kill) if no merge is seen in 20 s.
+-- merged-away runs. Returns (no kill) if no merge is seen in 20 s. With `by_table`, only
+-- a merge table by table is taken (they last longer: a kill lands in them more surely).
 CREATE TABLE kills (attempt int, merge bigint);
-CREATE PROCEDURE kill_during_merge(idx regclass, attempt int, kill text) LANGUAGE plpgsql AS $$
+CREATE PROCEDURE kill_during_merge(idx regclass, attempt int, kill text, by_table boolean) LANGUAGE plpgsql AS $$
 DECLARE
     seen bigint := 0;
     merge bigint;
@@ -349,7 +350,7 @@ DECLARE
 BEGIN
     LOOP
         merge := meta_u32(idx, 48);
-        IF merge > 0 AND merge = seen THEN
+        IF merge > 0 AND merge = seen AND (NOT by_table OR meta_u32(idx, 52) > 0) THEN
             INSERT INTO kills VALUES (attempt, merge);
             COMMIT;
             EXECUTE format('COPY (SELECT 1) TO PROGRAM %L', kill || ' ' || pg_backend_pid());
@@ -375,7 +376,7 @@ chmod a+r "$DIR"/ingest_*.sql
 # metapage must still name that merge; a kill that came just after the merge finished
 # (the metapage names none) is tried again.
 merge=0
-for attempt in 1 2 3 4; do
+for attempt in 1 2 3 4 5 6; do
     rm -f "$DIR"/ingest_*.log
     for w in 1 2 3; do
         q -f "$DIR/ingest_insert.sql" >"$DIR/ingest_insert_$w.log" 2>&1 &
@@ -389,7 +390,10 @@ for attempt in 1 2 3 4; do
     done
     postmaster=$(head -1 "$DIR/data/postmaster.pid")
     children=$(ps -o pid= --ppid "$postmaster" | tr '\n' ' ')
-    if q -c "CALL kill_during_merge('ingest_fp', $attempt, 'kill -9 $postmaster $children')" >"$DIR/kill.log" 2>&1; then
+    # The first two tries take any merge; if both land after their merge ended, the next
+    # take a merge table by table.
+    by_table=$( ((attempt > 2)) && echo true || echo false)
+    if q -c "CALL kill_during_merge('ingest_fp', $attempt, 'kill -9 $postmaster $children', $by_table)" >"$DIR/kill.log" 2>&1; then
         fail "[$STAGE] no merge seen in 20 s of inserts"
     fi
     grep -qE "server closed the connection|connection to server was lost" "$DIR/kill.log" ||
@@ -402,7 +406,7 @@ for attempt in 1 2 3 4; do
     echo "check_index_crash: attempt $attempt: killed while merge $seen was writing; the recovered metapage names merge" \
         "$merge ($inputs runs merged table by table); $(count_rows ingest) rows; recovery took $RECOVERY_TIME s"
     ((merge > 0)) && break
-    ((attempt < 4)) || fail "[$STAGE] four kills, none while a merge was writing"
+    ((attempt < 6)) || fail "[$STAGE] six kills, none while a merge was writing"
 done
 q -c "CREATE TABLE merge_pages AS SELECT blkno FROM page_owners('ingest_fp') WHERE owner = $merge"
 written=$(q -c "SELECT count(*) FROM merge_pages")

@@ -218,9 +218,9 @@ impl ScanCache {
 /// fresh index's so, and 1.38 times probing the small run on disk).
 const SMALL_RUN_ROWS: u64 = 16384;
 
-/// Whether a run's rows are compared from memory on rescans: a small run, unless a merge
-/// table by table is moving it (its table 0 may be in the new run already, and its other
-/// tables still hold rows that must be probed there).
+/// Whether a run's rows are compared from memory once a scan's lookups are many: a small
+/// run, unless a merge table by table is moving it (its table 0 may be in the new run
+/// already, and its other tables still hold rows that must be probed there).
 pub fn compared_from_memory(meta: &Meta, run: &Run) -> bool {
     run.rows <= SMALL_RUN_ROWS && run.id != meta.merging && !meta.merge_inputs.contains(&run.id)
 }
