@@ -268,6 +268,7 @@ trap 'cleanup_loaders; cleanup' EXIT
 # SECONDS, with hot_standby_feedback FEEDBACK on the standby; leaves ANSWERED, CANCELLED.
 stream_round() {
     local feedback=$1 seconds=$2 f pid i rounds=0 t_load
+    TERMINATED=0
     qs -c "ALTER SYSTEM SET hot_standby_feedback = $feedback" -c "SELECT pg_reload_conf()" >/dev/null
     if [[ $feedback == on ]]; then
         for _ in $(seq 100); do
@@ -291,8 +292,14 @@ stream_round() {
         if grep -E "^SQLSTATE " "$STANDBY/lookups.out" | grep -vqE "^SQLSTATE (00000|40001)$"; then
             fail "[$STAGE] a standby lookup failed during replay: $(grep -E "ERROR|FATAL" "$STANDBY/lookups.out" | grep -v " 40001:" | head -3)"
         fi
-        [[ $(grep -c "^SQLSTATE " "$STANDBY/lookups.out") == 170 ]] ||
-            fail "[$STAGE] a round of standby lookups broke off: $(tail -3 "$STANDBY/lookups.out")"
+        # Without feedback, PostgreSQL may end a standby session for a conflict with
+        # recovery (FATAL 40001, when it comes between two statements) rather than cancel
+        # a query: the round ends there, and the next one asks again.
+        if [[ $(grep -c "^SQLSTATE " "$STANDBY/lookups.out") != 170 ]]; then
+            [[ $feedback == off ]] && grep -q "FATAL:  40001: terminating connection due to conflict with recovery" "$STANDBY/lookups.out" ||
+                fail "[$STAGE] a round of standby lookups broke off: $(tail -3 "$STANDBY/lookups.out")"
+            TERMINATED=$((TERMINATED + 1))
+        fi
         ! grep -q "^DIFFER" "$STANDBY/lookups.out" ||
             fail "[$STAGE] in one standby snapshot the index and a seq scan disagree: $(grep -m1 '^DIFFER' "$STANDBY/lookups.out")"
     done
@@ -311,7 +318,7 @@ stream_round() {
         fail "[$STAGE] a loading session failed: $(grep -h ERROR "$PRIMARY"/stream_*.log | head -3)"
     fi
     echo "check_index_standby: hot_standby_feedback = $feedback: $ANSWERED standby lookups answered in $rounds rounds" \
-        "while the primary merged, $CANCELLED cancelled (40001) and asked again"
+        "while the primary merged, $CANCELLED cancelled (40001) and asked again, $TERMINATED sessions ended by a conflict"
     grep -E "^(ERROR|FATAL): +40001:" "$STANDBY/lookups.all" | sed -E 's/block [0-9]+/block N/' | sort | uniq -c | sed 's/^ */    /' || true
 }
 
@@ -325,7 +332,7 @@ echo "check_index_standby: $ids ids taken on the primary (pending lists sealed, 
 # With feedback, no standby query is ever cancelled by the index.
 STAGE="merges, hot_standby_feedback = on"
 stream_round on 20
-((CANCELLED == 0)) || fail "[$STAGE] $CANCELLED standby lookups cancelled with hot_standby_feedback on"
+((CANCELLED == 0 && TERMINATED == 0)) || fail "[$STAGE] $CANCELLED standby lookups cancelled, $TERMINATED sessions ended, with hot_standby_feedback on"
 
 STAGE="after the merges, VACUUM"
 # Feedback off first, and its xmin gone from the primary: otherwise the standby's last
