@@ -24,7 +24,8 @@ source scripts/setup.sh
 PG16=$(scripts/pg_server.sh 16)
 PG18=$(scripts/pg_server.sh 18)
 
-echo "== 1. lint"
+section() { echo "== $1 (at $((SECONDS / 60)) min $((SECONDS % 60)) s)"; }
+section "1. lint"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 for major in 16 18; do
@@ -32,10 +33,10 @@ for major in 16 18; do
 done
 scripts/check_unbuilt.sh 17
 
-echo "== 2. core (cargo test)"
+section "2. core (cargo test)"
 cargo test -p neardup-core --release
 
-echo "== 3. SQL (cargo pgrx test)"
+section "3. SQL (cargo pgrx test)"
 for major in 15 16 18; do
     PGDATA_TEST=/tmp/neardup-pgrx-test-$major
     mkdir -p "$PGDATA_TEST"
@@ -43,7 +44,7 @@ for major in 15 16 18; do
     cargo pgrx test "pg$major" --runas postgres --pgdata "$PGDATA_TEST"
 done
 
-echo "== 4. integration (PostgreSQL 15)"
+section "4. integration (PostgreSQL 15)"
 tests/integration/run.sh
 
 # On the other majors: what their servers change under neardup (WAL replay, crash recovery,
@@ -52,7 +53,8 @@ tests/integration/run.sh
 # crash, standby and merge worker checks, which read the metapage with it, run on 18 only.
 COMMON="check_readme_cookbook check_cancellation check_memory_bounds check_parallel_own_rows \
 check_held_rows_ddl check_any_schema check_pg_upgrade check_package"
-echo "== 5. integration (PostgreSQL 18)"
+section "5. integration (PostgreSQL 18)"
 PG_CONFIG=$PG18 NEARDUP_CHECKS="$COMMON check_index_crash check_index_standby check_merge_worker" tests/integration/run.sh
-echo "== 5. integration (PostgreSQL 16)"
+section "5. integration (PostgreSQL 16)"
 PG_CONFIG=$PG16 NEARDUP_CHECKS="$COMMON" tests/integration/run.sh
+section "done"

@@ -18,8 +18,9 @@ cluster_start "$DIR"
 trap 'cluster_stop "$DIR"' EXIT
 
 passed=0 failed=0
-report() { # NAME STATUS
-    if [[ $2 == 0 ]]; then passed=$((passed + 1)); echo "ok   $1"; else failed=$((failed + 1)); echo "FAIL $1"; fi
+report() { # NAME STATUS START_SECONDS (the time each took shows where the suite's time goes)
+    local took="($((SECONDS - $3)) s)"
+    if [[ $2 == 0 ]]; then passed=$((passed + 1)); echo "ok   $1 $took"; else failed=$((failed + 1)); echo "FAIL $1 $took"; fi
 }
 
 regressions=(tests/sql/*.sql) checks=(tests/integration/check_*.sh)
@@ -33,19 +34,20 @@ fi
 echo "integration on $("$PG_CONFIG" --version)"
 
 for sql in "${regressions[@]}"; do
+    start=$SECONDS
     name=$(basename "$sql" .sql)
     psql -X -q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS regress_$name" -c "CREATE DATABASE regress_$name" >/dev/null
     psql -X -a -d "regress_$name" -f "$sql" >"$RESULTS/$name.out" 2>&1 || true
     status=0
     diff -u "tests/expected/$name.out" "$RESULTS/$name.out" >"$RESULTS/$name.diff" || status=1
     [[ $status == 0 ]] || cat "$RESULTS/$name.diff"
-    report "regression $name" $status
+    report "regression $name" $status $start
 done
 
 for check in "${checks[@]}"; do
-    status=0
+    start=$SECONDS status=0
     bash "$check" || status=$?
-    report "$(basename "$check" .sh)" $status
+    report "$(basename "$check" .sh)" $status $start
 done
 
 echo "integration on PostgreSQL $PG_MAJOR: $passed passed, $failed failed"
