@@ -16,7 +16,7 @@ DISABLE=${DISABLE:-}
 EXTRA=${EXTRA:-}
 cluster_start "$DIR" "autovacuum = off" "fsync = off" "synchronous_commit = off" \
     "max_prepared_transactions = 10" "max_worker_processes = 16" "max_parallel_workers = 8" \
-    "max_parallel_maintenance_workers = 4" "log_min_messages = warning"
+    "max_parallel_maintenance_workers = 4" "log_min_messages = warning" "jit = off"
 trap 'cluster_stop "$DIR"' EXIT
 mkdir -p "$DIR/ts"
 chown postgres: "$DIR/ts"

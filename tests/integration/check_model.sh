@@ -18,7 +18,7 @@ STEPS=${MODEL_STEPS:-5000}
 python3 -c "import psycopg" 2>/dev/null || { echo "check_model: psycopg 3 is missing (scripts/setup.sh installs it)" >&2; exit 1; }
 cluster_start "$DIR" "autovacuum = off" "fsync = off" "synchronous_commit = off" \
     "max_prepared_transactions = 10" "max_worker_processes = 16" "max_parallel_workers = 8" \
-    "max_parallel_maintenance_workers = 4" "log_min_messages = warning"
+    "max_parallel_maintenance_workers = 4" "log_min_messages = warning" "jit = off"
 trap 'cluster_stop "$DIR"' EXIT
 mkdir -p "$DIR/ts"
 chown postgres: "$DIR/ts"
