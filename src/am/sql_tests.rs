@@ -47,13 +47,23 @@ fn ids_within(table: &str, q: &str, k: i32, ty: &str) -> String {
     .unwrap()
 }
 
-fn brute_ids_within(table: &str, q: &str, k: i32, ty: &str) -> String {
-    Spi::get_one::<String>(&format!(
-        "SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off;
-         SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '') FROM {table} WHERE hamming(fp, '{q}'::{ty}) + 0 <= {k}"
-    ))
-    .unwrap()
-    .unwrap()
+/// The ids within each radius 0..=5 of `q` by a seq scan, one string per radius: one
+/// statement for all six (each statement launches a parallel worker in this suite).
+fn brute_ids_within_each_radius(table: &str, q: &str, ty: &str) -> Vec<String> {
+    Spi::run("SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off").unwrap();
+    Spi::connect(|c| {
+        c.select(
+            &format!(
+                "SELECT coalesce(string_agg(id::text, ',' ORDER BY id) FILTER (WHERE hamming(fp, '{q}'::{ty}) + 0 <= k), '')
+                 FROM generate_series(0, 5) k CROSS JOIN {table} GROUP BY k ORDER BY k"
+            ),
+            None,
+            &[],
+        )
+        .unwrap()
+        .map(|r| r.get::<String>(1).unwrap().unwrap())
+        .collect()
+    })
 }
 
 fn probes(table: &str) -> Vec<String> {
@@ -76,25 +86,25 @@ fn probes(table: &str) -> Vec<String> {
 /// Index answers equal brute force for every probe and k = 0..=5 (beyond max_distance 3
 /// too), through index scans and bitmap scans.
 fn assert_index_exact(table: &str, ty: &str) {
-    let probes = probes(table);
-    for (index_scan, bitmap_scan) in [("on", "off"), ("off", "on")] {
-        Spi::run(&format!(
-            "SET enable_seqscan = off; SET enable_indexscan = {index_scan}; SET enable_bitmapscan = {bitmap_scan}"
-        ))
-        .unwrap();
-        for q in &probes {
-            for k in 0..=5 {
-                let q = format!("({q})::bigint");
-                let q_text = Spi::get_one::<String>(&format!("SELECT ({q})::{ty}::text")).unwrap().unwrap();
+    for q in probes(table) {
+        let q_text = Spi::get_one::<String>(&format!("SELECT ({q})::bigint::{ty}::text")).unwrap().unwrap();
+        let brute = brute_ids_within_each_radius(table, &q_text, ty);
+        assert_eq!(brute.len(), 6, "{brute:?}");
+        for (index_scan, bitmap_scan) in [("on", "off"), ("off", "on")] {
+            Spi::run(&format!(
+                "SET enable_seqscan = off; SET enable_indexscan = {index_scan}; SET enable_bitmapscan = {bitmap_scan}"
+            ))
+            .unwrap();
+            for (k, brute) in (0..=5).zip(&brute) {
                 assert_eq!(
-                    ids_within(table, &q_text, k, ty),
-                    brute_ids_within(table, &q_text, k, ty),
+                    &ids_within(table, &q_text, k, ty),
+                    brute,
                     "{table} q={q_text} k={k} index={index_scan} bitmap={bitmap_scan}"
                 );
             }
+            Spi::run("RESET enable_seqscan; RESET enable_indexscan; RESET enable_bitmapscan").unwrap();
         }
     }
-    Spi::run("RESET enable_seqscan; RESET enable_indexscan; RESET enable_bitmapscan").unwrap();
 }
 
 #[pg_test]
