@@ -148,9 +148,7 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
                 ));
             }
         };
-        for &(tid, fp) in &listed {
-            check_entry(tid, fp);
-        }
+        each_interruptibly(&listed, |&(tid, fp)| check_entry(tid, fp));
         let mut indexed = listed;
         // Groups of runs that hold each row in every table once between them: each run
         // alone, but a merge table by table interrupted by a crash has the tables it wrote in
@@ -194,27 +192,26 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
                 rows.sort_unstable();
                 if t == 0 {
                     first = rows;
-                    for &(tid, fp) in &first {
-                        check_entry(tid, Some(fp));
-                    }
+                    each_interruptibly(&first, |&(tid, fp)| check_entry(tid, Some(fp)));
                 } else {
                     // Each live row of the group is in every table of it.
-                    for &(tid, fp) in &first {
+                    each_interruptibly(&first, |&(tid, fp)| {
                         if heap_fp(tid).contains(&Some(fp))
                             && rows.binary_search(&(tid, fp)).is_err()
                         {
                             missing(tid, Some(fp));
                         }
-                    }
-                    for &(tid, fp) in &rows {
-                        check_entry(tid, Some(fp));
-                    }
+                    });
+                    each_interruptibly(&rows, |&(tid, fp)| check_entry(tid, Some(fp)));
                 }
             }
             indexed.extend(first.into_iter().map(|(tid, fp)| (tid, Some(fp))));
         }
         indexed.sort_unstable();
-        for pair in indexed.windows(2) {
+        for (i, pair) in indexed.windows(2).enumerate() {
+            if i % INTERRUPT_EVERY == 0 {
+                pgrx::check_for_interrupts!();
+            }
             if pair[0].0 == pair[1].0 {
                 corrupt(format!(
                     "heap tuple ({},{}) is indexed twice",
@@ -222,16 +219,27 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
                 ));
             }
         }
-        for &(tid, fp) in &in_heap {
+        each_interruptibly(&in_heap, |&(tid, fp)| {
             let at = indexed.partition_point(|&(t, _)| t < tid);
             if indexed.get(at) != Some(&(tid, fp)) {
                 missing(tid, fp);
             }
-        }
+        });
         check_registry(rel);
         pg_sys::index_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         pg_sys::table_close(heap, heap_lock());
         in_heap.len() as i64
+    }
+}
+
+/// Rows between two interrupt checks in the loops over every row (millions of them: a
+/// cancel must not wait for a whole pass).
+const INTERRUPT_EVERY: usize = 4096;
+
+fn each_interruptibly<T>(items: &[T], mut f: impl FnMut(&T)) {
+    for chunk in items.chunks(INTERRUPT_EVERY) {
+        pgrx::check_for_interrupts!();
+        chunk.iter().for_each(&mut f);
     }
 }
 
