@@ -208,17 +208,14 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
             indexed.extend(first.into_iter().map(|(tid, fp)| (tid, Some(fp))));
         }
         indexed.sort_unstable();
-        for (i, pair) in indexed.windows(2).enumerate() {
-            if i % INTERRUPT_EVERY == 0 {
-                pgrx::check_for_interrupts!();
-            }
+        each_interruptibly(indexed.windows(2), |pair| {
             if pair[0].0 == pair[1].0 {
                 corrupt(format!(
                     "heap tuple ({},{}) is indexed twice",
                     pair[0].0.block, pair[0].0.offset
                 ));
             }
-        }
+        });
         each_interruptibly(&in_heap, |&(tid, fp)| {
             let at = indexed.partition_point(|&(t, _)| t < tid);
             if indexed.get(at) != Some(&(tid, fp)) {
@@ -236,10 +233,12 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
 /// cancel must not wait for a whole pass).
 const INTERRUPT_EVERY: usize = 4096;
 
-fn each_interruptibly<T>(items: &[T], mut f: impl FnMut(&T)) {
-    for chunk in items.chunks(INTERRUPT_EVERY) {
-        pgrx::check_for_interrupts!();
-        chunk.iter().for_each(&mut f);
+fn each_interruptibly<I: IntoIterator>(items: I, mut f: impl FnMut(I::Item)) {
+    for (i, item) in items.into_iter().enumerate() {
+        if i % INTERRUPT_EVERY == 0 {
+            pgrx::check_for_interrupts!();
+        }
+        f(item);
     }
 }
 
