@@ -19,6 +19,7 @@ mod neardup_keep;
 mod shingling;
 mod simhash64;
 mod support;
+mod wide_codes;
 
 ::pgrx::pg_module_magic!(name, version);
 
@@ -84,4 +85,5 @@ mod tests {
     include!("hamming_query/tests.rs");
     include!("hamming_query/batch_tests.rs");
     include!("support/hardening_tests.rs");
+    include!("wide_codes/tests.rs");
 }

@@ -7,6 +7,7 @@ pub mod lsh;
 pub mod lsh_encoding;
 pub mod merge_policy;
 pub mod merge_queue;
+pub mod multi_index;
 pub mod nearest;
 pub mod permuted;
 pub mod within;

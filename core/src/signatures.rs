@@ -10,3 +10,4 @@ pub mod minhash;
 pub mod minhash_encoding;
 pub mod simhash;
 pub mod supershingles;
+pub mod wide_code;

@@ -136,6 +136,15 @@ unsafe fn search() -> Option<Cached> {
     }
 }
 
+/// The type `name` of this extension (in whatever schema holds it), if installed.
+pub fn extension_type(name: &std::ffi::CStr) -> Option<Oid> {
+    // SAFETY: catalog reads within the caller's transaction, as in search().
+    unsafe {
+        let extension = valid(pg_sys::get_extension_oid(EXTENSION_NAME.as_ptr(), true))?;
+        type_oid(name, extension_schema(extension)?)
+    }
+}
+
 fn valid(oid: Oid) -> Option<Oid> {
     (oid != pg_sys::InvalidOid).then_some(oid)
 }

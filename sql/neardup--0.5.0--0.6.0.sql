@@ -1,0 +1,597 @@
+-- neardup 0.5.0 -> 0.6.0: ALTER EXTENSION neardup UPDATE runs this in a 0.5.0 database.
+-- Afterwards the extension's objects must equal those of a fresh CREATE EXTENSION neardup
+-- (tests/integration/check_upgrade.sh compares the two catalogs).
+--
+-- 0.6.0 adds the wide codes hash256 and hash128 (PDQ image hashes and other 128- and 256-bit
+-- codes): their types, comparison, hashing, Hamming distance, casts, and hamming_pairs over them.
+
+/* <begin connected objects> */
+-- src/wide_codes/mod.rs:14
+CREATE TYPE hash256; -- shell, completed by sql/wide_codes_type.sql
+CREATE TYPE hash128; -- shell, completed by sql/wide_codes_type.sql
+/* </end connected objects> */
+
+-- hamming_pairs also takes hash256 and hash128 columns (multi-index hashing)
+COMMENT ON FUNCTION hamming_pairs(regclass, text, text, integer) IS
+    'all pairs of rows whose signatures (simhash64, bigint, hash256 or hash128) are within max_distance bits, each once, a < b';
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:150
+-- neardup::wide_codes::functions::hash128_in
+-- requires:
+--   wide_codes_shell
+CREATE  FUNCTION "hash128_in"(
+	"input" cstring /* & CStr */
+) RETURNS hash128 /* Hash128 */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_in_wrapper';
+
+
+-- src/wide_codes/functions.rs:150
+-- neardup::wide_codes::functions::hash128_out
+-- requires:
+--   wide_codes_shell
+CREATE  FUNCTION "hash128_out"(
+	"value" hash128 /* Hash128 */
+) RETURNS cstring /* CString */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_out_wrapper';
+
+
+-- src/wide_codes/functions.rs:150
+-- neardup::wide_codes::functions::hash128_recv
+-- requires:
+--   wide_codes_shell
+CREATE  FUNCTION "hash128_recv"(
+	"buf" internal /* Internal */
+) RETURNS hash128 /* Hash128 */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_recv_wrapper';
+
+
+-- src/wide_codes/functions.rs:150
+-- neardup::wide_codes::functions::hash128_send
+-- requires:
+--   wide_codes_shell
+CREATE  FUNCTION "hash128_send"(
+	"value" hash128 /* Hash128 */
+) RETURNS bytea /* Vec < u8 > */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_send_wrapper';
+
+
+-- src/wide_codes/functions.rs:144
+-- neardup::wide_codes::functions::hash256_in
+-- requires:
+--   wide_codes_shell
+CREATE  FUNCTION "hash256_in"(
+	"input" cstring /* & CStr */
+) RETURNS hash256 /* Hash256 */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_in_wrapper';
+
+
+-- src/wide_codes/functions.rs:144
+-- neardup::wide_codes::functions::hash256_out
+-- requires:
+--   wide_codes_shell
+CREATE  FUNCTION "hash256_out"(
+	"value" hash256 /* Hash256 */
+) RETURNS cstring /* CString */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_out_wrapper';
+
+
+-- src/wide_codes/functions.rs:144
+-- neardup::wide_codes::functions::hash256_recv
+-- requires:
+--   wide_codes_shell
+CREATE  FUNCTION "hash256_recv"(
+	"buf" internal /* Internal */
+) RETURNS hash256 /* Hash256 */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_recv_wrapper';
+
+
+-- src/wide_codes/functions.rs:144
+-- neardup::wide_codes::functions::hash256_send
+-- requires:
+--   wide_codes_shell
+CREATE  FUNCTION "hash256_send"(
+	"value" hash256 /* Hash256 */
+) RETURNS bytea /* Vec < u8 > */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_send_wrapper';
+
+
+-- src/wide_codes/mod.rs:20
+-- creates:
+--   Type(neardup::wide_codes::Hash256)
+--   Type(neardup::wide_codes::Hash128)
+
+-- requires:
+--   wide_codes_shell
+--   functions::hash256_in
+--   functions::hash256_out
+--   functions::hash256_recv
+--   functions::hash256_send
+--   functions::hash128_in
+--   functions::hash128_out
+--   functions::hash128_recv
+--   functions::hash128_send
+
+-- hash256 and hash128: fixed-length wide codes passed by reference, like uuid. Category S
+-- (string-like, as their text form is), as simhash64's.
+CREATE TYPE hash256 (
+    INPUT = hash256_in,
+    OUTPUT = hash256_out,
+    RECEIVE = hash256_recv,
+    SEND = hash256_send,
+    INTERNALLENGTH = 32,
+    ALIGNMENT = double,
+    STORAGE = plain,
+    CATEGORY = 'S'
+);
+COMMENT ON TYPE hash256 IS '256-bit code compared by Hamming distance, such as a PDQ image hash (64 hex digits)';
+CREATE TYPE hash128 (
+    INPUT = hash128_in,
+    OUTPUT = hash128_out,
+    RECEIVE = hash128_recv,
+    SEND = hash128_send,
+    INTERNALLENGTH = 16,
+    ALIGNMENT = double,
+    STORAGE = plain,
+    CATEGORY = 'S'
+);
+COMMENT ON TYPE hash128 IS '128-bit code compared by Hamming distance (32 hex digits)';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:150
+-- neardup::wide_codes::functions::hash128_le
+CREATE  FUNCTION "hash128_le"(
+	"a" hash128, /* Hash128 */
+	"b" hash128 /* Hash128 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_le_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:150
+-- neardup::wide_codes::functions::hash128_to_bytea
+CREATE  FUNCTION "hash128_to_bytea"(
+	"value" hash128 /* Hash128 */
+) RETURNS bytea /* Vec < u8 > */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_to_bytea_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:150
+-- neardup::wide_codes::functions::hash128_hash_extended
+CREATE  FUNCTION "hash128_hash_extended"(
+	"a" hash128, /* Hash128 */
+	"seed" bigint /* i64 */
+) RETURNS bigint /* i64 */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_hash_extended_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:150
+-- neardup::wide_codes::functions::hash128_from_bit_bytes
+CREATE  FUNCTION "hash128_from_bit_bytes"(
+	"sent" bytea /* & [u8] */
+) RETURNS hash128 /* Hash128 */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_from_bit_bytes_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:150
+-- neardup::wide_codes::functions::hash128_lt
+CREATE  FUNCTION "hash128_lt"(
+	"a" hash128, /* Hash128 */
+	"b" hash128 /* Hash128 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_lt_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:150
+-- neardup::wide_codes::functions::hash128_eq
+CREATE  FUNCTION "hash128_eq"(
+	"a" hash128, /* Hash128 */
+	"b" hash128 /* Hash128 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_eq_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:150
+-- neardup::wide_codes::functions::hash128_from_bytea
+CREATE  FUNCTION "hash128_from_bytea"(
+	"bytes" bytea /* & [u8] */
+) RETURNS hash128 /* Hash128 */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_from_bytea_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:150
+-- neardup::wide_codes::functions::hash128_hash
+CREATE  FUNCTION "hash128_hash"(
+	"a" hash128 /* Hash128 */
+) RETURNS INT /* i32 */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_hash_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:144
+-- neardup::wide_codes::functions::hash256_lt
+CREATE  FUNCTION "hash256_lt"(
+	"a" hash256, /* Hash256 */
+	"b" hash256 /* Hash256 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_lt_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:144
+-- neardup::wide_codes::functions::hamming
+CREATE  FUNCTION "hamming"(
+	"a" hash256, /* Hash256 */
+	"b" hash256 /* Hash256 */
+) RETURNS INT /* i32 */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_hamming_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:150
+-- neardup::wide_codes::functions::hash128_cmp
+CREATE  FUNCTION "hash128_cmp"(
+	"a" hash128, /* Hash128 */
+	"b" hash128 /* Hash128 */
+) RETURNS INT /* i32 */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_cmp_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:150
+-- neardup::wide_codes::functions::hash128_ge
+CREATE  FUNCTION "hash128_ge"(
+	"a" hash128, /* Hash128 */
+	"b" hash128 /* Hash128 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_ge_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:144
+-- neardup::wide_codes::functions::hash256_hash_extended
+CREATE  FUNCTION "hash256_hash_extended"(
+	"a" hash256, /* Hash256 */
+	"seed" bigint /* i64 */
+) RETURNS bigint /* i64 */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_hash_extended_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:144
+-- neardup::wide_codes::functions::hash256_le
+CREATE  FUNCTION "hash256_le"(
+	"a" hash256, /* Hash256 */
+	"b" hash256 /* Hash256 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_le_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:150
+-- neardup::wide_codes::functions::hash128_gt
+CREATE  FUNCTION "hash128_gt"(
+	"a" hash128, /* Hash128 */
+	"b" hash128 /* Hash128 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_gt_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:144
+-- neardup::wide_codes::functions::hash256_from_bytea
+CREATE  FUNCTION "hash256_from_bytea"(
+	"bytes" bytea /* & [u8] */
+) RETURNS hash256 /* Hash256 */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_from_bytea_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:144
+-- neardup::wide_codes::functions::hash256_gt
+CREATE  FUNCTION "hash256_gt"(
+	"a" hash256, /* Hash256 */
+	"b" hash256 /* Hash256 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_gt_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:144
+-- neardup::wide_codes::functions::hash256_from_bit_bytes
+CREATE  FUNCTION "hash256_from_bit_bytes"(
+	"sent" bytea /* & [u8] */
+) RETURNS hash256 /* Hash256 */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_from_bit_bytes_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:150
+-- neardup::wide_codes::functions::hash128_ne
+CREATE  FUNCTION "hash128_ne"(
+	"a" hash128, /* Hash128 */
+	"b" hash128 /* Hash128 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_ne_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:150
+-- neardup::wide_codes::functions::hamming
+CREATE  FUNCTION "hamming"(
+	"a" hash128, /* Hash128 */
+	"b" hash128 /* Hash128 */
+) RETURNS INT /* i32 */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_hamming_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:144
+-- neardup::wide_codes::functions::hash256_ge
+CREATE  FUNCTION "hash256_ge"(
+	"a" hash256, /* Hash256 */
+	"b" hash256 /* Hash256 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_ge_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:144
+-- neardup::wide_codes::functions::hash256_ne
+CREATE  FUNCTION "hash256_ne"(
+	"a" hash256, /* Hash256 */
+	"b" hash256 /* Hash256 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_ne_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:144
+-- neardup::wide_codes::functions::hash256_eq
+CREATE  FUNCTION "hash256_eq"(
+	"a" hash256, /* Hash256 */
+	"b" hash256 /* Hash256 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_eq_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:144
+-- neardup::wide_codes::functions::hash256_hash
+CREATE  FUNCTION "hash256_hash"(
+	"a" hash256 /* Hash256 */
+) RETURNS INT /* i32 */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_hash_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:144
+-- neardup::wide_codes::functions::hash256_cmp
+CREATE  FUNCTION "hash256_cmp"(
+	"a" hash256, /* Hash256 */
+	"b" hash256 /* Hash256 */
+) RETURNS INT /* i32 */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_cmp_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/functions.rs:144
+-- neardup::wide_codes::functions::hash256_to_bytea
+CREATE  FUNCTION "hash256_to_bytea"(
+	"value" hash256 /* Hash256 */
+) RETURNS bytea /* Vec < u8 > */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_to_bytea_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/mod.rs:37
+-- requires:
+--   wide_codes_type
+--   functions::hash256_eq
+--   functions::hash256_ne
+--   functions::hash256_lt
+--   functions::hash256_le
+--   functions::hash256_gt
+--   functions::hash256_ge
+--   functions::hash256_cmp
+--   functions::hash256_hash
+--   functions::hash256_hash_extended
+--   functions::hash256_hamming
+--   functions::hash256_from_bytea
+--   functions::hash256_to_bytea
+--   functions::hash256_from_bit_bytes
+--   functions::hash128_eq
+--   functions::hash128_ne
+--   functions::hash128_lt
+--   functions::hash128_le
+--   functions::hash128_gt
+--   functions::hash128_ge
+--   functions::hash128_cmp
+--   functions::hash128_hash
+--   functions::hash128_hash_extended
+--   functions::hash128_hamming
+--   functions::hash128_from_bytea
+--   functions::hash128_to_bytea
+--   functions::hash128_from_bit_bytes
+
+-- Operators, operator classes and casts of the wide codes (types in wide_codes_type.sql).
+
+-- hash256: comparison in the order of the hex text form, hashing, Hamming distance, casts.
+CREATE OPERATOR = (
+    LEFTARG = hash256, RIGHTARG = hash256, FUNCTION = hash256_eq,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel, HASHES, MERGES
+);
+CREATE OPERATOR <> (
+    LEFTARG = hash256, RIGHTARG = hash256, FUNCTION = hash256_ne,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel
+);
+CREATE OPERATOR < (
+    LEFTARG = hash256, RIGHTARG = hash256, FUNCTION = hash256_lt,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel
+);
+CREATE OPERATOR <= (
+    LEFTARG = hash256, RIGHTARG = hash256, FUNCTION = hash256_le,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel
+);
+CREATE OPERATOR > (
+    LEFTARG = hash256, RIGHTARG = hash256, FUNCTION = hash256_gt,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel
+);
+CREATE OPERATOR >= (
+    LEFTARG = hash256, RIGHTARG = hash256, FUNCTION = hash256_ge,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel
+);
+CREATE OPERATOR CLASS hash256_ops DEFAULT FOR TYPE hash256 USING btree AS
+    OPERATOR 1 <,
+    OPERATOR 2 <=,
+    OPERATOR 3 =,
+    OPERATOR 4 >=,
+    OPERATOR 5 >,
+    FUNCTION 1 hash256_cmp(hash256, hash256),
+    FUNCTION 4 btequalimage(oid);
+CREATE OPERATOR CLASS hash256_ops DEFAULT FOR TYPE hash256 USING hash AS
+    OPERATOR 1 =,
+    FUNCTION 1 hash256_hash(hash256),
+    FUNCTION 2 hash256_hash_extended(hash256, bigint);
+CREATE OPERATOR <~> (
+    LEFTARG = hash256, RIGHTARG = hash256, FUNCTION = hamming, COMMUTATOR = <~>
+);
+CREATE CAST (bytea AS hash256) WITH FUNCTION hash256_from_bytea(bytea);
+CREATE CAST (hash256 AS bytea) WITH FUNCTION hash256_to_bytea(hash256);
+-- bit strings: the first bit is the most significant, as in the text form.
+CREATE FUNCTION hash256_from_bit(bit) RETURNS hash256
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN hash256_from_bit_bytes(varbit_send($1));
+CREATE FUNCTION hash256_to_bit(hash256) RETURNS bit
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN ('x' || $1::text)::bit(256);
+CREATE CAST (bit AS hash256) WITH FUNCTION hash256_from_bit(bit);
+CREATE CAST (hash256 AS bit) WITH FUNCTION hash256_to_bit(hash256);
+
+-- hash128: comparison in the order of the hex text form, hashing, Hamming distance, casts.
+CREATE OPERATOR = (
+    LEFTARG = hash128, RIGHTARG = hash128, FUNCTION = hash128_eq,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel, HASHES, MERGES
+);
+CREATE OPERATOR <> (
+    LEFTARG = hash128, RIGHTARG = hash128, FUNCTION = hash128_ne,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel
+);
+CREATE OPERATOR < (
+    LEFTARG = hash128, RIGHTARG = hash128, FUNCTION = hash128_lt,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel
+);
+CREATE OPERATOR <= (
+    LEFTARG = hash128, RIGHTARG = hash128, FUNCTION = hash128_le,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel
+);
+CREATE OPERATOR > (
+    LEFTARG = hash128, RIGHTARG = hash128, FUNCTION = hash128_gt,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel
+);
+CREATE OPERATOR >= (
+    LEFTARG = hash128, RIGHTARG = hash128, FUNCTION = hash128_ge,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel
+);
+CREATE OPERATOR CLASS hash128_ops DEFAULT FOR TYPE hash128 USING btree AS
+    OPERATOR 1 <,
+    OPERATOR 2 <=,
+    OPERATOR 3 =,
+    OPERATOR 4 >=,
+    OPERATOR 5 >,
+    FUNCTION 1 hash128_cmp(hash128, hash128),
+    FUNCTION 4 btequalimage(oid);
+CREATE OPERATOR CLASS hash128_ops DEFAULT FOR TYPE hash128 USING hash AS
+    OPERATOR 1 =,
+    FUNCTION 1 hash128_hash(hash128),
+    FUNCTION 2 hash128_hash_extended(hash128, bigint);
+CREATE OPERATOR <~> (
+    LEFTARG = hash128, RIGHTARG = hash128, FUNCTION = hamming, COMMUTATOR = <~>
+);
+CREATE CAST (bytea AS hash128) WITH FUNCTION hash128_from_bytea(bytea);
+CREATE CAST (hash128 AS bytea) WITH FUNCTION hash128_to_bytea(hash128);
+-- bit strings: the first bit is the most significant, as in the text form.
+CREATE FUNCTION hash128_from_bit(bit) RETURNS hash128
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN hash128_from_bit_bytes(varbit_send($1));
+CREATE FUNCTION hash128_to_bit(hash128) RETURNS bit
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN ('x' || $1::text)::bit(128);
+CREATE CAST (bit AS hash128) WITH FUNCTION hash128_from_bit(bit);
+CREATE CAST (hash128 AS bit) WITH FUNCTION hash128_to_bit(hash128);
+/* </end connected objects> */

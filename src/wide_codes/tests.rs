@@ -1,0 +1,134 @@
+// SQL tests of the wide codes (hash256, hash128): forms, errors, order, distance and all pairs.
+
+/// `wide(n)`: n hash256 codes in groups: a random center, near-copies about 8, 16 and 32 bits
+/// off it (random masks ANDed together flip each bit with probability 1/32, 1/16 or 1/8),
+/// an exact duplicate, and codes sharing their second 64 bits but for one bit.
+fn wide_fixture(table: &str, groups: i64) {
+    Spi::run(&format!(
+        "CREATE FUNCTION pg_temp.rbits(seed int) RETURNS bit(256) LANGUAGE sql IMMUTABLE AS $$
+             SELECT ('x' || md5(seed::text) || md5((seed + 7777777)::text))::bit(256) $$;
+         CREATE TABLE {table} (id bigserial PRIMARY KEY, code hash256);
+         INSERT INTO {table} (code)
+         SELECT (CASE v
+                     WHEN 0 THEN pg_temp.rbits(g)
+                     WHEN 1 THEN pg_temp.rbits(g) # (pg_temp.rbits(g * 10 + 1) & pg_temp.rbits(g * 10 + 2)
+                                 & pg_temp.rbits(g * 10 + 3) & pg_temp.rbits(g * 10 + 4) & pg_temp.rbits(g * 10 + 5))
+                     WHEN 2 THEN pg_temp.rbits(g) # (pg_temp.rbits(g * 10 + 6) & pg_temp.rbits(g * 10 + 7)
+                                 & pg_temp.rbits(g * 10 + 8) & pg_temp.rbits(g * 10 + 9))
+                     WHEN 3 THEN pg_temp.rbits(g) # (pg_temp.rbits(-g) & pg_temp.rbits(-g - 1000000)
+                                 & pg_temp.rbits(-g - 2000000))
+                     WHEN 4 THEN pg_temp.rbits(g)
+                     ELSE substring(pg_temp.rbits(g + 5000000) FROM 1 FOR 64)
+                          || (x'0123456789abcdef' # (B'1'::bit(64) >> (g % 64)::int))
+                          || substring(pg_temp.rbits(g + 5000000) FROM 129 FOR 128)
+                 END)::bit(256)::hash256
+         FROM generate_series(1, {groups}) g, generate_series(0, 5) v"
+    ))
+    .unwrap();
+}
+
+/// The pairs within `radius` by a self-join computing the distance on bit strings.
+fn brute_wide_pairs(table: &str, bits: i32, radius: i32) -> String {
+    text(&format!(
+        "SELECT coalesce(string_agg(format('%s-%s:%s', x.id, y.id,
+                                           length(replace((x.code::bit({bits}) # y.code::bit({bits}))::text, '0', ''))),
+                                    ',' ORDER BY x.id, y.id), '')
+         FROM {table} x JOIN {table} y ON x.id < y.id
+         WHERE length(replace((x.code::bit({bits}) # y.code::bit({bits}))::text, '0', '')) <= {radius}"
+    ))
+}
+
+fn wide_pairs(table: &str, radius: i32) -> String {
+    text(&format!(
+        "SELECT coalesce(string_agg(format('%s-%s:%s', a, b, distance), ',' ORDER BY a, b), '')
+         FROM hamming_pairs('{table}', 'id', 'code', {radius})"
+    ))
+}
+
+#[pg_test]
+fn wide_codes_text_binary_and_bit_forms_round_trip() {
+    let pdq = "f8f8f0cee0f4a84f06370a22038f63f0b36e2ed596621e1d33e6b39c4e9c9b22";
+    assert_eq!(text(&format!("SELECT '{pdq}'::hash256::text")), pdq);
+    assert_eq!(text(&format!("SELECT ' 0X{}'::hash256::text", pdq.to_uppercase())), pdq);
+    assert_eq!(text(&format!("SELECT '{}'::hash128::text", &pdq[..32])), &pdq[..32]);
+    assert_eq!(text(&format!("SELECT encode('{pdq}'::hash256::bytea, 'hex')")), pdq);
+    assert_eq!(text(&format!("SELECT decode('{pdq}', 'hex')::hash256::text")), pdq);
+    assert_eq!(text(&format!("SELECT encode(hash256_send('{pdq}'), 'hex')")), pdq);
+    // the first bit of the bit string is the most significant one of the first hex digit
+    assert!(text(&format!("SELECT '{pdq}'::hash256::bit(256)::text")).starts_with("11111000"));
+    assert_eq!(text(&format!("SELECT ('x' || '{pdq}')::bit(256)::hash256::text")), pdq);
+    assert_eq!(text(&format!("SELECT '{pdq}'::hash256::bit(256)::hash256::text")), pdq);
+    assert!(is_null("SELECT NULL::hash256"));
+    assert!(is_null("SELECT hamming(NULL::hash128, NULL::hash128)"));
+}
+
+#[pg_test]
+fn wide_codes_bad_input_has_sqlstates() {
+    for bad in ["", "abc", &"0".repeat(63), &"0".repeat(65), &format!("{}g", "0".repeat(63))] {
+        assert_eq!(sqlstate(&format!("SELECT '{bad}'::hash256")).as_deref(), Some("22P02"), "{bad:?}");
+    }
+    assert_eq!(sqlstate(&format!("SELECT '{}'::hash128", "0".repeat(64))).as_deref(), Some("22P02"));
+    assert_eq!(sqlstate("SELECT '\\x0102'::bytea::hash256").as_deref(), Some("22026"));
+    assert_eq!(sqlstate("SELECT repeat('1', 255)::bit(255)::hash256").as_deref(), Some("22026"));
+    assert_eq!(sqlstate("SELECT repeat('1', 256)::bit(256)::hash128").as_deref(), Some("22026"));
+    assert_eq!(
+        error_of(&format!("SELECT '{}'::hash256", "0".repeat(63))).as_deref(),
+        Some(&*format!(
+            "22P02 invalid input syntax for type hash256: \"{}\" (expected 64 hex digits, found 63)",
+            "0".repeat(63)
+        ))
+    );
+}
+
+#[pg_test]
+fn wide_codes_order_hash_and_hamming_agree_with_their_bits() {
+    wide_fixture("w", 40);
+    // order: the text order; equality through a btree and a hash index and a hash join
+    assert!(boolean(
+        "SELECT array_agg(code ORDER BY code)::text[] = array_agg(code::text ORDER BY code::text COLLATE \"C\") FROM w"
+    ));
+    Spi::run("SET LOCAL enable_seqscan = off").unwrap();
+    for method in ["btree", "hash"] {
+        Spi::run(&format!("CREATE INDEX w_{method} ON w USING {method} (code)")).unwrap();
+        let plan = plan_of("SELECT id FROM w WHERE code = (SELECT code FROM w WHERE id = 5)");
+        assert!(plan.contains(&format!("w_{method}")), "{plan}");
+        assert_eq!(int("SELECT count(*) FROM w x WHERE code = (SELECT code FROM w WHERE id = 5)"), 2);
+        Spi::run(&format!("DROP INDEX w_{method}")).unwrap();
+    }
+    Spi::run("RESET enable_seqscan; SET LOCAL enable_mergejoin = off; SET LOCAL enable_nestloop = off").unwrap();
+    assert_eq!(int("SELECT count(*) FROM w x JOIN w y ON x.code = y.code AND x.id < y.id"), 40);
+    // the distance: bits counted on the bit strings, for every pair
+    assert!(boolean(
+        "SELECT bool_and(hamming(x.code, y.code) = length(replace((x.code::bit(256) # y.code::bit(256))::text, '0', ''))
+                         AND x.code <~> y.code = hamming(x.code, y.code)
+                         AND hamming(x.code::bit(256)::bit(128)::hash128, y.code::bit(256)::bit(128)::hash128)
+                             = length(replace((x.code::bit(256)::bit(128) # y.code::bit(256)::bit(128))::text, '0', '')))
+         FROM w x, w y"
+    ));
+    assert_eq!(int("SELECT max(hamming(x.code, y.code)) FROM w x, w y"), int("SELECT max(length(replace((x.code::bit(256) # y.code::bit(256))::text, '0', ''))) FROM w x, w y"));
+}
+
+#[pg_test]
+fn wide_pairs_equal_the_brute_force_self_join() {
+    wide_fixture("w", 60);
+    for radius in [0, 3, 12, 24, 31, 40] {
+        assert_eq!(wide_pairs("w", radius), brute_wide_pairs("w", 256, radius), "radius {radius}");
+    }
+    // near-copies are found at PDQ's threshold: the groups are not all exact duplicates
+    assert!(int("SELECT count(*) FROM hamming_pairs('w', 'id', 'code', 31) WHERE distance BETWEEN 1 AND 31") > 60);
+    Spi::run(
+        "CREATE TABLE w128 AS SELECT id, code::bit(256)::bit(128)::hash128 AS code FROM w;
+         INSERT INTO w128 VALUES (100000, NULL)",
+    )
+    .unwrap();
+    for radius in [0, 10, 20] {
+        assert_eq!(wide_pairs("w128", radius), brute_wide_pairs("w128", 128, radius), "hash128, radius {radius}");
+    }
+    for bad in ["'w', 'id', 'code', 256", "'w128', 'id', 'code', 128", "'w', 'id', 'code', -1"] {
+        let error = error_of(&format!("SELECT count(*) FROM hamming_pairs({bad})"));
+        assert!(error.as_deref().is_some_and(|e| e.starts_with("22023")), "{bad}: {error:?}");
+    }
+    Spi::run("SET LOCAL maintenance_work_mem = '1MB'; INSERT INTO w (code) SELECT code FROM w, generate_series(1, 12)").unwrap();
+    let error = error_of("SELECT count(*) FROM hamming_pairs('w', 'id', 'code', 31)");
+    assert!(error.as_deref().is_some_and(|e| e.starts_with("53200")), "{error:?}");
+}
