@@ -1,5 +1,5 @@
--- hash256 and hash128: fixed-length wide codes passed by reference, like uuid. Category S
--- (string-like, as their text form is), as simhash64's.
+-- hash256 and hash128: fixed-length wide codes passed by reference, like uuid. Category U
+-- (not simhash64's S): an untyped literal in hamming('…', '…') must keep meaning simhash64.
 CREATE TYPE hash256 (
     INPUT = hash256_in,
     OUTPUT = hash256_out,
@@ -7,8 +7,7 @@ CREATE TYPE hash256 (
     SEND = hash256_send,
     INTERNALLENGTH = 32,
     ALIGNMENT = double,
-    STORAGE = plain,
-    CATEGORY = 'S'
+    STORAGE = plain
 );
 COMMENT ON TYPE hash256 IS '256-bit code compared by Hamming distance, such as a PDQ image hash (64 hex digits)';
 CREATE TYPE hash128 (
@@ -18,7 +17,6 @@ CREATE TYPE hash128 (
     SEND = hash128_send,
     INTERNALLENGTH = 16,
     ALIGNMENT = double,
-    STORAGE = plain,
-    CATEGORY = 'S'
+    STORAGE = plain
 );
 COMMENT ON TYPE hash128 IS '128-bit code compared by Hamming distance (32 hex digits)';

@@ -58,6 +58,8 @@ fn wide_codes_text_binary_and_bit_forms_round_trip() {
     assert!(text(&format!("SELECT '{pdq}'::hash256::bit(256)::text")).starts_with("11111000"));
     assert_eq!(text(&format!("SELECT ('x' || '{pdq}')::bit(256)::hash256::text")), pdq);
     assert_eq!(text(&format!("SELECT '{pdq}'::hash256::bit(256)::hash256::text")), pdq);
+    // an untyped literal beside a wide code takes its type (and alone stays a simhash64)
+    assert_eq!(int(&format!("SELECT hamming('{pdq}'::hash256, '{}')", "0".repeat(64))), 128);
     assert!(is_null("SELECT NULL::hash256"));
     assert!(is_null("SELECT hamming(NULL::hash128, NULL::hash128)"));
 }

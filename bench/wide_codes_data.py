@@ -1,0 +1,177 @@
+"""PDQ codes of realistic images, and the FAISS baselines, for bench/wide_codes.sh.
+
+  generate N OUT       OUT/pdq.tsv: N PDQ hashes (id, 64 hex digits, kind, source id) of
+                       scikit-image's bundled sample images: random crops of every size and
+                       place (the natural background: overlapping crops of one picture give
+                       correlated codes at every distance) and, for one crop in ten, a
+                       near-copy (scaled, JPEG re-encoded, brightened, rotated a little or
+                       trimmed); OUT/uniform.tsv: N uniform random codes. Prints the distance
+                       histograms of both sets.
+  pairs FILE R         every pair within R bits by FAISS IndexBinaryFlat range search of
+                       every code against all: pair count and seconds.
+  lookups FILE R N     N single-code range searches within R bits (probes: the near-copies'
+                       sources), by IndexBinaryFlat and by IndexBinaryMultiHash (16 tables of
+                       16 bits, Meta's PDQ index): median ms per query and MultiHash's recall.
+"""
+
+import io
+import sys
+import time
+
+import numpy as np
+
+
+def sample_images():
+    from skimage import data
+
+    names = ["astronaut", "camera", "coffee", "chelsea", "rocket", "coins", "moon", "page",
+             "text", "clock", "hubble_deep_field", "immunohistochemistry", "logo", "retina",
+             "grass", "gravel", "brick", "cat", "colorwheel", "cell", "stereo_motorcycle"]
+    images = []
+    for name in names:
+        try:
+            image = getattr(data, name)()
+        except Exception:  # an image scikit-image would have to download
+            continue
+        if isinstance(image, tuple):
+            image = image[0]
+        image = np.asarray(image)
+        if image.dtype != np.uint8:
+            image = (255 * (image.astype(float) / max(image.max(), 1))).astype(np.uint8)
+        if image.ndim == 2:
+            image = np.stack([image] * 3, axis=-1)
+        images.append(np.ascontiguousarray(image[..., :3]))
+    return images
+
+
+def pdq_hex(image):
+    import pdqhash
+
+    vector, _quality = pdqhash.compute(np.ascontiguousarray(image))
+    # pdqhash gives bit i of the hash at [i]; ThreatExchange prints bit 255 first
+    bits = np.asarray(vector[::-1], dtype=np.uint8)
+    return np.packbits(bits).tobytes().hex()
+
+
+def near_copy(image, rng):
+    from PIL import Image, ImageEnhance
+
+    picture = Image.fromarray(image)
+    edit = rng.integers(5)
+    if edit == 0:
+        scale = rng.uniform(0.4, 0.9)
+        picture = picture.resize((max(8, int(picture.width * scale)), max(8, int(picture.height * scale))))
+    elif edit == 1:
+        buffer = io.BytesIO()
+        picture.save(buffer, format="JPEG", quality=int(rng.integers(20, 90)))
+        picture = Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
+    elif edit == 2:
+        picture = ImageEnhance.Brightness(picture).enhance(rng.uniform(0.7, 1.4))
+    elif edit == 3:
+        picture = picture.rotate(rng.uniform(-3, 3), resample=Image.BILINEAR)
+    else:
+        w, h = picture.size
+        dx, dy = int(w * rng.uniform(0, 0.05)), int(h * rng.uniform(0, 0.05))
+        picture = picture.crop((dx, dy, w - dx, h - dy))
+    return np.asarray(picture.convert("RGB"))
+
+
+def random_crop(image, rng):
+    h, w = image.shape[:2]
+    side = rng.uniform(0.15, 1.0)
+    ch, cw = max(16, int(h * side * rng.uniform(0.7, 1.0))), max(16, int(w * side * rng.uniform(0.7, 1.0)))
+    y, x = rng.integers(0, h - ch + 1), rng.integers(0, w - cw + 1)
+    return image[y:y + ch, x:x + cw]
+
+
+def codes_of(path):
+    hexes = [line.split("\t")[1] for line in open(path)]
+    return np.frombuffer(bytes.fromhex("".join(hexes)), dtype=np.uint8).reshape(-1, 32)
+
+
+def histogram(name, codes, rng):
+    import faiss
+
+    index = faiss.IndexBinaryFlat(256)
+    index.add(codes)
+    sample = codes[rng.choice(len(codes), size=min(2000, len(codes)), replace=False)]
+    distances, _ = index.search(sample, 2)
+    nearest = distances[:, 1]  # [:, 0] is the code itself
+    edges = [0, 1, 8, 16, 24, 32, 48, 64, 96, 257]
+    counts = np.histogram(nearest, bins=edges)[0]
+    cells = ", ".join(f"{lo}-{hi - 1}: {c / len(sample):.1%}" for lo, hi, c in zip(edges, edges[1:], counts))
+    print(f"   {name}: distance to the nearest other code (2000 codes): {cells}")
+
+
+def generate(n, out):
+    rng = np.random.default_rng(20261126)
+    images = sample_images()
+    start = time.time()
+    with open(f"{out}/pdq.tsv", "w") as f:
+        crops = []
+        for i in range(1, n + 1):
+            if i % 10 == 0 and crops:
+                source_id, source = crops[rng.integers(len(crops))]
+                f.write(f"{i}\t{pdq_hex(near_copy(source, rng))}\tnear\t{source_id}\n")
+            else:
+                crop = random_crop(images[rng.integers(len(images))], rng)
+                if len(crops) < 20000:
+                    crops.append((i, crop))
+                else:
+                    crops[rng.integers(len(crops))] = (i, crop)
+                f.write(f"{i}\t{pdq_hex(crop)}\tcrop\t\n")
+    print(f"   {n} PDQ codes of crops of {len(images)} images in {time.time() - start:.0f} s")
+    with open(f"{out}/uniform.tsv", "w") as f:
+        for i in range(1, n + 1):
+            f.write(f"{i}\t{rng.bytes(32).hex()}\tuniform\t\n")
+    for name in ("pdq", "uniform"):
+        histogram(name, codes_of(f"{out}/{name}.tsv"), rng)
+
+
+def pairs(path, radius):
+    import faiss
+
+    faiss.omp_set_num_threads(1)
+    codes = codes_of(path)
+    index = faiss.IndexBinaryFlat(256)
+    index.add(codes)
+    start = time.time()
+    lims, _distances, labels = index.range_search(codes, radius + 1)  # FAISS: distance < radius
+    seconds = time.time() - start
+    queries = np.repeat(np.arange(len(codes)), np.diff(lims).astype(np.int64))
+    print(int(np.count_nonzero(labels > queries)), f"{seconds:.3f}")
+
+
+def lookups(path, radius, probes):
+    import faiss
+
+    faiss.omp_set_num_threads(1)
+    codes = codes_of(path)
+    flat = faiss.IndexBinaryFlat(256)
+    flat.add(codes)
+    multi = faiss.IndexBinaryMultiHash(256, 16, 16)
+    multi.add(codes)
+    rng = np.random.default_rng(1)
+    queries = codes[rng.choice(len(codes), size=probes, replace=False)]
+    times = {"flat": [], "multi": []}
+    found = {"flat": 0, "multi": 0}
+    for q in queries:
+        for name, index in (("flat", flat), ("multi", multi)):
+            start = time.perf_counter()
+            lims, _d, _l = index.range_search(q[None, :], radius + 1)
+            times[name].append(time.perf_counter() - start)
+            found[name] += int(lims[1])
+    print(f"{np.median(times['flat']) * 1000:.3f} {np.median(times['multi']) * 1000:.3f} "
+          f"{found['multi'] / max(found['flat'], 1):.4f} {found['flat']}")
+
+
+if __name__ == "__main__":
+    command = sys.argv[1]
+    if command == "generate":
+        generate(int(sys.argv[2]), sys.argv[3])
+    elif command == "pairs":
+        pairs(sys.argv[2], int(sys.argv[3]))
+    elif command == "lookups":
+        lookups(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    else:
+        sys.exit(__doc__)
