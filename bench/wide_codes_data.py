@@ -119,11 +119,11 @@ def generate(n, out):
                     crops.append((i, crop))
                 else:
                     crops[rng.integers(len(crops))] = (i, crop)
-                f.write(f"{i}\t{pdq_hex(crop)}\tcrop\t\n")
+                f.write(f"{i}\t{pdq_hex(crop)}\tcrop\t\\N\n")
     print(f"   {n} PDQ codes of crops of {len(images)} images in {time.time() - start:.0f} s")
     with open(f"{out}/uniform.tsv", "w") as f:
         for i in range(1, n + 1):
-            f.write(f"{i}\t{rng.bytes(32).hex()}\tuniform\t\n")
+            f.write(f"{i}\t{rng.bytes(32).hex()}\tuniform\t\\N\n")
     for name in ("pdq", "uniform"):
         histogram(name, codes_of(f"{out}/{name}.tsv"), rng)
 

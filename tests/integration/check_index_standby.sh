@@ -92,7 +92,10 @@ compare() {
     local agg="SELECT count(*) || ' ' || md5(coalesce(string_agg(p.pid || ':' || k || ':' || d.id, ',' ORDER BY p.pid, k, d.id), ''))
         FROM probes p CROSS JOIN generate_series(0, 4) AS k JOIN $t d"
     local ball="$agg ON d.fp <@ hamming_ball($probe, k)"
-    local brute="$agg ON bit_count((d.fp::bigint # p.fp)::bit(64)) <= k"
+    # the same rows as the ball's (every k from a row's distance to 4), each distance computed once
+    local brute="SELECT count(*) || ' ' || md5(coalesce(string_agg(p.pid || ':' || k || ':' || d.id, ',' ORDER BY p.pid, k, d.id), ''))
+        FROM probes p JOIN $t d ON bit_count((d.fp::bigint # p.fp)::bit(64)) <= 4
+        CROSS JOIN LATERAL generate_series(bit_count((d.fp::bigint # p.fp)::bit(64)), 4) AS k"
     local hook="SELECT count(*) || ' ' || md5(coalesce(string_agg(p.pid || ':' || d.id, ',' ORDER BY p.pid, d.id), ''))
         FROM probes p JOIN $t d ON hamming(d.fp, $probe) <= 3"
     local hook_brute=${hook//hamming(d.fp, $probe)/bit_count((d.fp::bigint # p.fp)::bit(64))}

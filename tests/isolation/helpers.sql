@@ -21,8 +21,10 @@ SET enable_seqscan = on SET enable_indexscan = on SET enable_bitmapscan = on
 SET enable_indexonlyscan = off SET max_parallel_workers_per_gather = 0
 AS $$
 DECLARE
-    ball text := 'SELECT count(*) || '' rows, ids '' || coalesce(sum(l.id), 0)
-        FROM generate_series(0, 36) c, LATERAL (SELECT id FROM t WHERE fp <@ hamming_ball(nd_centre(c), 2)) l';
+    -- the balls computed once (a seq scan would compute its ball again for every row)
+    ball text := 'WITH cb AS MATERIALIZED (SELECT hamming_ball(nd_centre(c), 2) AS b FROM generate_series(0, 36) c)
+        SELECT count(*) || '' rows, ids '' || coalesce(sum(l.id), 0)
+        FROM cb, LATERAL (SELECT id FROM t WHERE fp <@ cb.b) l';
     knn text := 'SELECT coalesce(string_agg(d::text, '',''), ''-'') FROM (SELECT fp <~> nd_centre(5) AS d FROM t
         ORDER BY fp <~> nd_centre(5) LIMIT 60) s';
     mode text;
