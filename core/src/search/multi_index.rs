@@ -28,7 +28,7 @@ impl fmt::Display for PlanError {
 const MAX_WIDTH: u32 = 32;
 
 /// How a code of `code_bits` bits is cut into `count` substrings (widths differing by at
-/// most one bit, the wider ones last), and each substring's search radius for `radius`.
+/// most one bit), and each substring's search radius for `radius`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Substrings {
     code_bits: u32,
@@ -57,14 +57,15 @@ impl Substrings {
     }
 
     /// The cut with the least modelled work per search among `rows` uniform codes: per
-    /// substring, the values enumerated times (a binary search in its table, about
-    /// log2(rows) steps, plus the rows expected under each value). Norouzi et al. find
+    /// substring, the values enumerated times (one access to a directly addressed table, or
+    /// a binary search of about log2(rows) steps in a sorted one, plus the rows expected
+    /// under each value). Norouzi et al. find
     /// substrings of about log2(rows) bits best; on 256 bits at r = 31 this gives 16
     /// substrings of 16 bits at 1 M and 10 M rows, the cut Meta's PDQ index uses.
     pub fn choose(code_bits: u32, rows: u64, radius: u32) -> Result<Substrings, PlanError> {
         let fewest = code_bits.div_ceil(MAX_WIDTH);
         let most = fewest.max(code_bits.min(radius.saturating_add(1)));
-        let lookup = ((rows + 2) as f64).log2();
+        let binary_search = ((rows + 2) as f64).log2();
         (fewest..=most)
             .map(|count| Substrings::new(code_bits, count, radius))
             .collect::<Result<Vec<_>, _>>()?
@@ -75,6 +76,7 @@ impl Substrings {
                         let r = plan.search_radius(k)?;
                         let width = plan.bounds(k).1;
                         let per_value = rows as f64 / (width as f64).exp2();
+                        let lookup = if width <= MAX_DIRECT_WIDTH { 1.0 } else { binary_search };
                         Some(values_within(width, r) * (lookup + per_value))
                     })
                     .sum();
@@ -146,13 +148,64 @@ fn for_each_value_within(value: u32, width: u32, radius: u32, f: &mut impl FnMut
     flip_from(value, 0, width, radius.min(width), f);
 }
 
-/// Codes in memory with one sorted table per substring: the codes within `radius` of a
-/// query, or every pair within it.
+/// Widest substring whose table is addressed directly: 2^20 + 1 offsets (4 MB).
+const MAX_DIRECT_WIDTH: u32 = 20;
+
+/// The codes by their value in one substring. Up to `MAX_DIRECT_WIDTH` bits, an array of
+/// offsets indexed by the value (a lookup is one memory access); wider, the values sorted
+/// beside the codes (a binary search).
+enum SubstringTable {
+    Direct { offsets: Vec<u32>, codes: Vec<u32> },
+    Sorted { values: Vec<u32>, codes: Vec<u32> },
+}
+
+impl SubstringTable {
+    fn new(values: &[u32], width: u32) -> SubstringTable {
+        if width <= MAX_DIRECT_WIDTH {
+            // a counting sort: the offsets are the running counts
+            let mut offsets = vec![0u32; (1 << width) + 1];
+            for &v in values {
+                offsets[v as usize + 1] += 1;
+            }
+            for i in 1..offsets.len() {
+                offsets[i] += offsets[i - 1];
+            }
+            let mut next = offsets.clone();
+            let mut codes = vec![0u32; values.len()];
+            for (i, &v) in values.iter().enumerate() {
+                codes[next[v as usize] as usize] = i as u32;
+                next[v as usize] += 1;
+            }
+            SubstringTable::Direct { offsets, codes }
+        } else {
+            let mut pairs: Vec<(u32, u32)> = values.iter().copied().zip(0..).collect();
+            pairs.sort_unstable();
+            let (values, codes) = pairs.into_iter().unzip();
+            SubstringTable::Sorted { values, codes }
+        }
+    }
+
+    /// The codes whose substring is `value`.
+    fn bucket(&self, value: u32) -> &[u32] {
+        match self {
+            SubstringTable::Direct { offsets, codes } => {
+                &codes[offsets[value as usize] as usize..offsets[value as usize + 1] as usize]
+            }
+            SubstringTable::Sorted { values, codes } => {
+                let first = values.partition_point(|&v| v < value);
+                let last = first + values[first..].partition_point(|&v| v == value);
+                &codes[first..last]
+            }
+        }
+    }
+}
+
+/// Codes in memory with one table per substring: the codes within `radius` of a query, or
+/// every pair within it.
 pub struct MultiIndex<const W: usize> {
     codes: Vec<WideCode<W>>,
     plan: Substrings,
-    /// Per substring: (value, code number), sorted.
-    tables: Vec<Vec<(u32, u32)>>,
+    tables: Vec<SubstringTable>,
 }
 
 impl<const W: usize> MultiIndex<W> {
@@ -168,11 +221,8 @@ impl<const W: usize> MultiIndex<W> {
             .map(|k| {
                 interrupts::check();
                 let (start, width) = plan.bounds(k);
-                let mut table: Vec<(u32, u32)> = (0..codes.len() as u32)
-                    .map(|i| (codes[i as usize].substring(start, width), i))
-                    .collect();
-                table.sort_unstable();
-                table
+                let values: Vec<u32> = codes.iter().map(|c| c.substring(start, width)).collect();
+                SubstringTable::new(&values, width)
             })
             .collect();
         Ok(MultiIndex {
@@ -182,9 +232,9 @@ impl<const W: usize> MultiIndex<W> {
         })
     }
 
-    /// Memory a code costs at most: itself, and an entry in each of at most 32 tables
-    /// (a cut has more substrings only past 32 bits of radius, which costs no more than
-    /// the codes themselves scanned).
+    /// Memory a code costs at most: itself, and an entry (4 bytes, 8 while a sorted table
+    /// is built) in each of at most 32 tables (a cut has more substrings only past 32 bits
+    /// of radius). The directly addressed tables add at most 4 MB each, whatever the rows.
     pub fn bytes_per_row() -> usize {
         WideCode::<W>::BYTES + 8 * MAX_WIDTH as usize
     }
@@ -211,8 +261,7 @@ impl<const W: usize> MultiIndex<W> {
             let (start, width) = self.plan.bounds(k);
             let table = &self.tables[k as usize];
             for_each_value_within(q.substring(start, width), width, radius, &mut |value| {
-                let first = table.partition_point(|&(v, _)| v < value);
-                for &(_, i) in table[first..].iter().take_while(|&&(v, _)| v == value) {
+                for &i in table.bucket(value) {
                     every.tick();
                     let code = &self.codes[i as usize];
                     let distance = q.hamming(code);
@@ -361,10 +410,11 @@ mod tests {
     }
 
     #[test]
-    fn the_cut_for_pdq_is_sixteen_substrings_of_sixteen_bits() {
-        for rows in [1_000_000, 10_000_000] {
+    fn the_cut_for_pdq_follows_the_row_count() {
+        for (rows, count) in [(10_000, 16), (100_000, 16), (1_000_000, 13), (10_000_000, 13)] {
             let plan = Substrings::choose(256, rows, 31).unwrap();
-            assert_eq!(plan.count(), 16, "{rows} rows");
+            assert_eq!(plan.count(), count, "{rows} rows");
+            assert!((0..count).all(|k| plan.bounds(k).1 <= MAX_DIRECT_WIDTH));
         }
         assert!(Substrings::choose(256, 1000, 256).is_err());
         assert!(Substrings::new(256, 7, 3).is_err());

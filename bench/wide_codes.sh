@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Wide codes (hash256): what multi-index hashing gives today, beside FAISS in the same run.
+#   data: N PDQ hashes of crops and near-copies of scikit-image's sample images (natural codes:
+#         many small distances), and N uniform random codes; their histograms of the distance
+#         to the nearest other code (bench/wide_codes_data.py)
+#   (a) all pairs within R bits: hamming_pairs (multi-index hashing, one backend) against
+#       FAISS IndexBinaryFlat range search of every code against all (one thread), on both
+#       sets; the pair counts must be equal
+#   (b) one lookup within R bits: a sequential scan `hamming(code, q) <= R` (what the server
+#       does until the hamming index takes wide codes) against FAISS IndexBinaryFlat and
+#       IndexBinaryMultiHash (16 tables of 16 bits) per single query, and MultiHash's recall
+# Usage (as root): N=100000 R=31 bench/wide_codes.sh   (SKIP_INSTALL=1 to keep the installed
+# build; REUSE=1 to keep the codes of a run of the same N; PYVENV names a virtualenv with
+# faiss-cpu, pdqhash and scikit-image, made once)
+source "$(dirname "$0")/lib.sh"
+DIR=/tmp/neardup-bench-wide
+OUT=${OUT:-/tmp/neardup-bench-wide-out}
+N=${N:-100000}
+R=${R:-31}
+PROBES=${PROBES:-50}
+PYVENV=${PYVENV:-/tmp/pyvenv}
+trap 'cluster_stop "$DIR"' EXIT
+q() { psql -qAtX -v ON_ERROR_STOP=1 "$@"; }
+failed=0
+fail() { echo "   FAIL: $*"; failed=1; }
+
+if ! "$PYVENV/bin/python3" -c "import faiss, pdqhash, skimage" 2>/dev/null; then
+    echo "   creating $PYVENV with faiss-cpu, pdqhash and scikit-image (once)"
+    python3 -m venv "$PYVENV"
+    "$PYVENV/bin/pip" install -q faiss-cpu pdqhash scikit-image numpy
+fi
+py() { "$PYVENV/bin/python3" "$ROOT/bench/wide_codes_data.py" "$@"; }
+
+echo "== data: $N codes each"
+if [[ -n ${REUSE:-} && $(wc -l <"$OUT/pdq.tsv" 2>/dev/null) == "$N" ]]; then
+    echo "   reusing $OUT (REUSE=1)"
+else
+    rm -rf "$OUT" && mkdir -p "$OUT"
+    py generate "$N" "$OUT"
+fi
+
+[[ -n ${SKIP_INSTALL:-} ]] || install_extension
+cluster_start "$DIR" "shared_buffers = '512MB'" "maintenance_work_mem = '1GB'" "work_mem = '256MB'" "jit = off"
+# one backend against one FAISS thread
+export PGOPTIONS="-c max_parallel_workers_per_gather=0"
+q -c "CREATE EXTENSION neardup"
+for set in pdq uniform; do
+    q -c "CREATE TABLE $set (id bigint PRIMARY KEY, code hash256, kind text, source bigint)" \
+        -c "\\copy $set FROM '$OUT/$set.tsv'" -c "VACUUM ANALYZE $set"
+done
+
+echo "== (a) all pairs within $R bits"
+for set in pdq uniform; do
+    read -r faiss_pairs faiss_s < <(py pairs "$OUT/$set.tsv" "$R")
+    sql="SELECT count(*) FROM hamming_pairs('$set', 'id', 'code', $R)"
+    ours=$(q -c "$sql")
+    [[ $ours == "$faiss_pairs" ]] || fail "$set: hamming_pairs found $ours pairs, FAISS $faiss_pairs"
+    ms=$(median_ms 3 "$sql")
+    result "$set: hamming_pairs, $ours pairs" "$(printf %.0f "$ms")" ms "FAISS range search (flat)" "$(awk -v s="$faiss_s" 'BEGIN { printf "%.0f", s * 1000 }')"
+done
+
+echo "== (b) one lookup within $R bits ($PROBES probes, median)"
+for set in pdq uniform; do
+    read -r flat_ms multi_ms recall found < <(py lookups "$OUT/$set.tsv" "$R" "$PROBES")
+    probe=$(q -c "SELECT code FROM $set WHERE id = $((N / 2))")
+    scan_ms=$(session_median_ms 5 "SELECT id FROM $set WHERE hamming(code, '$probe') <= $R")
+    result "$set: sequential scan" "$scan_ms" ms "FAISS IndexBinaryFlat" "$flat_ms"
+    result "$set: FAISS IndexBinaryMultiHash (recall $recall)" "$multi_ms" ms "FAISS IndexBinaryFlat" "$flat_ms"
+done
+
+echo
+print_summary
+((failed == 0)) || exit 1
