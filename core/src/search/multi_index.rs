@@ -76,7 +76,11 @@ impl Substrings {
                         let r = plan.search_radius(k)?;
                         let width = plan.bounds(k).1;
                         let per_value = rows as f64 / (width as f64).exp2();
-                        let lookup = if width <= MAX_DIRECT_WIDTH { 1.0 } else { binary_search };
+                        let lookup = if width <= MAX_DIRECT_WIDTH {
+                            1.0
+                        } else {
+                            binary_search
+                        };
                         Some(values_within(width, r) * (lookup + per_value))
                     })
                     .sum();
@@ -411,7 +415,12 @@ mod tests {
 
     #[test]
     fn the_cut_for_pdq_follows_the_row_count() {
-        for (rows, count) in [(10_000, 16), (100_000, 16), (1_000_000, 13), (10_000_000, 13)] {
+        for (rows, count) in [
+            (10_000, 16),
+            (100_000, 16),
+            (1_000_000, 13),
+            (10_000_000, 13),
+        ] {
             let plan = Substrings::choose(256, rows, 31).unwrap();
             assert_eq!(plan.count(), count, "{rows} rows");
             assert!((0..count).all(|k| plan.bounds(k).1 <= MAX_DIRECT_WIDTH));
