@@ -25,6 +25,17 @@ SQL
     echo "corpus: $(psql -AtX -c "SELECT count(*) || ' rows, ' || round(sum(octet_length(body)) / 1e6, 1) || ' MB of text' FROM docs")"
 }
 
+# python_venv DIR IMPORTS PACKAGES...: the virtualenv DIR with PACKAGES installed, made once
+# (kept when its python can import IMPORTS, a comma-separated list of modules).
+python_venv() {
+    local dir=$1 imports=$2
+    shift 2
+    ! "$dir/bin/python3" -c "import $imports" 2>/dev/null || return 0
+    echo "   creating $dir with $* (once)"
+    python3 -m venv "$dir"
+    "$dir/bin/pip" install -q "$@"
+}
+
 # exec_ms SQL: the server-side execution time of one run, in milliseconds.
 exec_ms() {
     psql -AtX -c "EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) $1" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["Execution Time"])'

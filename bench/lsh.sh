@@ -39,11 +39,7 @@ q() { psql -qAtX -v ON_ERROR_STOP=1 "$@"; }
 failed=0
 fail() { echo "   FAIL: $*"; failed=1; }
 
-if ! "$PYVENV/bin/python3" -c "import datasketch, numpy, scipy" 2>/dev/null; then
-    echo "   creating $PYVENV with datasketch (once)"
-    python3 -m venv "$PYVENV"
-    "$PYVENV/bin/pip" install -q datasketch numpy scipy
-fi
+python_venv "$PYVENV" "datasketch, numpy, scipy" datasketch numpy scipy
 
 rm -rf "$OUT" && mkdir -p "$OUT"
 bench_cluster "$DIR" "maintenance_work_mem = '256MB'" "work_mem = '256MB'" "jit = off"

@@ -24,11 +24,7 @@ q() { psql -qAtX -v ON_ERROR_STOP=1 "$@"; }
 failed=0
 fail() { echo "   FAIL: $*"; failed=1; }
 
-if ! "$PYVENV/bin/python3" -c "import faiss, pdqhash, skimage" 2>/dev/null; then
-    echo "   creating $PYVENV with faiss-cpu, pdqhash and scikit-image (once)"
-    python3 -m venv "$PYVENV"
-    "$PYVENV/bin/pip" install -q faiss-cpu pdqhash scikit-image numpy
-fi
+python_venv "$PYVENV" "faiss, pdqhash, skimage" faiss-cpu pdqhash scikit-image numpy
 py() { "$PYVENV/bin/python3" "$ROOT/bench/wide_codes_data.py" "$@"; }
 
 echo "== data: $N codes each"
