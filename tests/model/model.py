@@ -829,6 +829,10 @@ class Model:
             print(str(f))
             return 1
         problems = []
+        # every kind of step that is not disabled was taken at least once
+        for kind in ALL_KINDS:
+            if kind not in self.disabled and not self.stats["step " + kind]:
+                problems.append("no %s step was taken" % kind)
         for label in ("seq", "index", "bitmap"):
             if not self.plans_seen[label]:
                 problems.append("no %s plan was ever checked" % label)
