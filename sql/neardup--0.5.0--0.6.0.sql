@@ -166,17 +166,6 @@ AS 'MODULE_PATHNAME', 'hash128_le_wrapper';
 
 /* <begin connected objects> */
 -- src/wide_codes/functions.rs:150
--- neardup::wide_codes::functions::hash128_to_bytea
-CREATE  FUNCTION "hash128_to_bytea"(
-	"value" hash128 /* Hash128 */
-) RETURNS bytea /* Vec < u8 > */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'hash128_to_bytea_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/wide_codes/functions.rs:150
 -- neardup::wide_codes::functions::hash128_hash_extended
 CREATE  FUNCTION "hash128_hash_extended"(
 	"a" hash128, /* Hash128 */
@@ -446,17 +435,6 @@ AS 'MODULE_PATHNAME', 'hash256_cmp_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/wide_codes/functions.rs:144
--- neardup::wide_codes::functions::hash256_to_bytea
-CREATE  FUNCTION "hash256_to_bytea"(
-	"value" hash256 /* Hash256 */
-) RETURNS bytea /* Vec < u8 > */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'hash256_to_bytea_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
 -- src/wide_codes/mod.rs:37
 -- requires:
 --   wide_codes_type
@@ -471,7 +449,6 @@ AS 'MODULE_PATHNAME', 'hash256_to_bytea_wrapper';
 --   functions::hash256_hash_extended
 --   functions::hash256_hamming
 --   functions::hash256_from_bytea
---   functions::hash256_to_bytea
 --   functions::hash256_from_bit_bytes
 --   functions::hash128_eq
 --   functions::hash128_ne
@@ -484,7 +461,6 @@ AS 'MODULE_PATHNAME', 'hash256_to_bytea_wrapper';
 --   functions::hash128_hash_extended
 --   functions::hash128_hamming
 --   functions::hash128_from_bytea
---   functions::hash128_to_bytea
 --   functions::hash128_from_bit_bytes
 
 -- Operators, operator classes and casts of the wide codes (types in wide_codes_type.sql).
@@ -530,7 +506,8 @@ CREATE OPERATOR <~> (
     LEFTARG = hash256, RIGHTARG = hash256, FUNCTION = hamming, COMMUTATOR = <~>
 );
 CREATE CAST (bytea AS hash256) WITH FUNCTION hash256_from_bytea(bytea);
-CREATE CAST (hash256 AS bytea) WITH FUNCTION hash256_to_bytea(hash256);
+-- the binary form is the send function's
+CREATE CAST (hash256 AS bytea) WITH FUNCTION hash256_send(hash256);
 -- bit strings: the first bit is the most significant, as in the text form.
 CREATE FUNCTION hash256_from_bit(bit) RETURNS hash256
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
@@ -582,7 +559,8 @@ CREATE OPERATOR <~> (
     LEFTARG = hash128, RIGHTARG = hash128, FUNCTION = hamming, COMMUTATOR = <~>
 );
 CREATE CAST (bytea AS hash128) WITH FUNCTION hash128_from_bytea(bytea);
-CREATE CAST (hash128 AS bytea) WITH FUNCTION hash128_to_bytea(hash128);
+-- the binary form is the send function's
+CREATE CAST (hash128 AS bytea) WITH FUNCTION hash128_send(hash128);
 -- bit strings: the first bit is the most significant, as in the text form.
 CREATE FUNCTION hash128_from_bit(bit) RETURNS hash128
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE

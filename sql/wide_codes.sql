@@ -41,7 +41,8 @@ CREATE OPERATOR <~> (
     LEFTARG = hash256, RIGHTARG = hash256, FUNCTION = hamming, COMMUTATOR = <~>
 );
 CREATE CAST (bytea AS hash256) WITH FUNCTION hash256_from_bytea(bytea);
-CREATE CAST (hash256 AS bytea) WITH FUNCTION hash256_to_bytea(hash256);
+-- the binary form is the send function's
+CREATE CAST (hash256 AS bytea) WITH FUNCTION hash256_send(hash256);
 -- bit strings: the first bit is the most significant, as in the text form.
 CREATE FUNCTION hash256_from_bit(bit) RETURNS hash256
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
@@ -93,7 +94,8 @@ CREATE OPERATOR <~> (
     LEFTARG = hash128, RIGHTARG = hash128, FUNCTION = hamming, COMMUTATOR = <~>
 );
 CREATE CAST (bytea AS hash128) WITH FUNCTION hash128_from_bytea(bytea);
-CREATE CAST (hash128 AS bytea) WITH FUNCTION hash128_to_bytea(hash128);
+-- the binary form is the send function's
+CREATE CAST (hash128 AS bytea) WITH FUNCTION hash128_send(hash128);
 -- bit strings: the first bit is the most significant, as in the text form.
 CREATE FUNCTION hash128_from_bit(bit) RETURNS hash128
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE

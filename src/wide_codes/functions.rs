@@ -26,7 +26,7 @@ macro_rules! wide_functions {
      $input:ident, $output:ident, $recv:ident, $send:ident,
      $eq:ident, $ne:ident, $lt:ident, $le:ident, $gt:ident, $ge:ident, $cmp:ident,
      $hash:ident, $hash_extended:ident, $hamming:ident,
-     $from_bytea:ident, $to_bytea:ident, $from_bit:ident) => {
+     $from_bytea:ident, $from_bit:ident) => {
         #[pg_extern(immutable, strict, parallel_safe, requires = ["wide_codes_shell"])]
         fn $input(input: &CStr) -> $ty {
             match WideCode::<$words>::parse_hex(input.to_bytes()) {
@@ -125,11 +125,6 @@ macro_rules! wide_functions {
             }
         }
 
-        #[pg_extern(immutable, strict, parallel_safe)]
-        fn $to_bytea(value: $ty) -> Vec<u8> {
-            value.0.to_be_bytes()
-        }
-
         /// The cast from `bit`, given the bit string's binary form (its length, then its
         /// bytes): exactly as many bits as the code has.
         #[pg_extern(immutable, strict, parallel_safe)]
@@ -172,7 +167,6 @@ wide_functions!(
     hash256_hash_extended,
     hash256_hamming,
     hash256_from_bytea,
-    hash256_to_bytea,
     hash256_from_bit_bytes
 );
 wide_functions!(
@@ -194,6 +188,5 @@ wide_functions!(
     hash128_hash_extended,
     hash128_hamming,
     hash128_from_bytea,
-    hash128_to_bytea,
     hash128_from_bit_bytes
 );

@@ -50,7 +50,6 @@ pgrx::extension_sql_file!(
         functions::hash256_hash_extended,
         functions::hash256_hamming,
         functions::hash256_from_bytea,
-        functions::hash256_to_bytea,
         functions::hash256_from_bit_bytes,
         functions::hash128_eq,
         functions::hash128_ne,
@@ -63,7 +62,6 @@ pgrx::extension_sql_file!(
         functions::hash128_hash_extended,
         functions::hash128_hamming,
         functions::hash128_from_bytea,
-        functions::hash128_to_bytea,
         functions::hash128_from_bit_bytes,
     ]
 );

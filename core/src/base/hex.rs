@@ -50,12 +50,18 @@ pub fn parse_hex_words<const W: usize>(input: &[u8]) -> Result<[u64; W], HexErro
     }
     let mut words = [0u64; W];
     for (word, chunk) in words.iter_mut().zip(digits.chunks(16)) {
-        *word = chunk.iter().fold(0u64, |acc, &b| {
-            let v = (b as char).to_digit(16).expect("checked hex digit") as u64;
-            (acc << 4) | v
-        });
+        *word = hex_word(chunk).expect("checked hex digits");
     }
     Ok(words)
+}
+
+/// The value of 1 to 16 hex digits (either case); `None` if any byte is not a hex digit.
+pub fn hex_word(digits: &[u8]) -> Option<u64> {
+    debug_assert!((1..=16).contains(&digits.len()));
+    digits.iter().try_fold(0u64, |acc, &b| {
+        let v = (b as char).to_digit(16)?;
+        Some(acc << 4 | v as u64)
+    })
 }
 
 pub fn format_hex_words(words: &[u64]) -> String {

@@ -22,14 +22,7 @@ pub(crate) fn push_hex(out: &mut String, value: u64, digits: usize) {
     write!(out, "{value:0digits$x}").expect("writing to a String cannot fail");
 }
 
-/// The value of 1 to 16 hex digits (either case); `None` if any byte is not a hex digit.
-pub(crate) fn hex_word(digits: &[u8]) -> Option<u64> {
-    debug_assert!((1..=16).contains(&digits.len()));
-    digits.iter().try_fold(0u64, |acc, &b| {
-        let v = (b as char).to_digit(16)?;
-        Some(acc << 4 | v as u64)
-    })
-}
+pub(crate) use crate::base::hex::hex_word;
 
 #[cfg(test)]
 mod tests {
