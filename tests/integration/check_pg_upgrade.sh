@@ -71,14 +71,15 @@ CREATE FUNCTION add_docs(first bigint, last bigint) RETURNS void LANGUAGE sql AS
                     bl = bloomsig(body)
     WHERE id BETWEEN first AND last;
 $$;
-SELECT add_docs(1, 2000);
-CREATE INDEX docs_fp ON docs USING hamming (fp) WITH (pending_limit = 500);
+SELECT add_docs(1, 1000);
+CREATE INDEX docs_fp ON docs USING hamming (fp) WITH (pending_limit = 250);
 CREATE INDEX docs_ph ON docs USING hamming (ph int8_hamming_ops);
-CREATE INDEX docs_ss ON docs USING gin (ss);
-CREATE INDEX docs_bands ON docs USING gin (lsh_bands(mh, 0.8));
+-- (GIN's own pending list would make every probe of the joins below read all of it)
+CREATE INDEX docs_ss ON docs USING gin (ss) WITH (fastupdate = off);
+CREATE INDEX docs_bands ON docs USING gin (lsh_bands(mh, 0.8)) WITH (fastupdate = off);
 SELECT neardup_cluster_tracking('docs', 'live_clusters', 'id', 'fp', 3);
-SELECT add_docs(first, first + 299) FROM generate_series(2001, 7700, 300) first;
-SELECT add_docs(7701, 7900);
+SELECT add_docs(first, first + 149) FROM generate_series(1001, 3850, 150) first;
+SELECT add_docs(3851, 3950);
 DELETE FROM docs WHERE id % 97 = 0;
 CREATE MATERIALIZED VIEW doc_clusters AS SELECT * FROM neardup_clusters('docs', 'id', 'fp', 3);
 CREATE UNIQUE INDEX ON doc_clusters (id);
@@ -93,11 +94,11 @@ q -c "DROP EXTENSION pageinspect"
 # signatures, the tracked clusters and the materialized view.
 ANSWERS=$(cat <<'SQL'
 SELECT 'ball', c.id, string_agg(d.id::text, ',' ORDER BY d.id)
-  FROM docs c JOIN docs d ON hamming(d.fp, c.fp) <= 3 WHERE c.id IN (7, 1234, 5003, 7899) GROUP BY c.id ORDER BY c.id;
-SELECT 'within', count(*) FROM docs d WHERE d.fp <@ hamming_ball((SELECT fp FROM docs WHERE id = 4444), 6);
-SELECT 'bigint', string_agg(id::text, ',' ORDER BY id) FROM docs WHERE hamming(ph, (SELECT ph FROM docs WHERE id = 3333)) <= 2;
+  FROM docs c JOIN docs d ON hamming(d.fp, c.fp) <= 3 WHERE c.id IN (7, 1234, 2503, 3949) GROUP BY c.id ORDER BY c.id;
+SELECT 'within', count(*) FROM docs d WHERE d.fp <@ hamming_ball((SELECT fp FROM docs WHERE id = 2222), 6);
+SELECT 'bigint', string_agg(id::text, ',' ORDER BY id) FROM docs WHERE hamming(ph, (SELECT ph FROM docs WHERE id = 1666)) <= 2;
 SELECT 'pairs', count(*), sum(hamming(a.fp, b.fp)) FROM docs a JOIN docs b ON hamming(a.fp, b.fp) <= 3 AND a.id < b.id;
-SELECT 'knn', string_agg(bits::text, ',') FROM (SELECT fp <~> (SELECT fp FROM docs WHERE id = 2222) AS bits FROM docs ORDER BY fp <~> (SELECT fp FROM docs WHERE id = 2222) LIMIT 12) k;
+SELECT 'knn', string_agg(bits::text, ',') FROM (SELECT fp <~> (SELECT fp FROM docs WHERE id = 1111) AS bits FROM docs ORDER BY fp <~> (SELECT fp FROM docs WHERE id = 1111) LIMIT 12) k;
 SELECT 'supershingles', count(*) FROM docs a JOIN docs b ON a.id < b.id AND a.ss % b.ss;
 SELECT 'lsh', count(*) FROM docs a JOIN docs b ON a.id < b.id AND lsh_bands(a.mh, 0.8) && lsh_bands(b.mh, 0.8) AND jaccard(a.mh, b.mh) >= 0.8;
 SELECT 'signatures', md5(string_agg(concat_ws('|', fp, ph, sh, mh, ss, bl), ',' ORDER BY id)) FROM docs;
@@ -160,7 +161,7 @@ done
 
 # The upgraded index grows: inserts past the pending limit merge with 15's runs; deletes,
 # VACUUM, the tracked clusters' trigger and the materialized view's refresh all work.
-qn -c "SELECT add_docs(first, first + 299) FROM generate_series(7901, 9700, 300) first" \
+qn -c "SELECT add_docs(first, first + 149) FROM generate_series(3951, 4850, 150) first" \
     -c "DELETE FROM docs WHERE id % 89 = 0" -c "VACUUM docs" -c "REFRESH MATERIALIZED VIEW CONCURRENTLY doc_clusters" >/dev/null
 answers qn "$INDEXED" >"$DIR/grown-indexed.txt"
 answers qn "$BRUTE" >"$DIR/grown-brute.txt"
