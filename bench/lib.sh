@@ -57,6 +57,21 @@ session_median_ms() {
         awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
 }
 
+# paired_medians_ms ROUNDS SQL-A SQL-B: the medians of A and B run alternately in one
+# session (after one unmeasured run of each), so that whatever else the machine does
+# meanwhile (a background merge, another tenant) weighs on both alike; prints "A B".
+paired_medians_ms() {
+    local rounds=$1 a=$2 b=$3
+    for _ in $(seq $((rounds + 1))); do echo "EXPLAIN (ANALYZE, TIMING OFF) $a;"; echo "EXPLAIN (ANALYZE, TIMING OFF) $b;"; done |
+        psql -AtX | sed -n 's/^Execution Time: \([0-9.]*\) ms$/\1/p' | tail -n $((2 * rounds)) |
+        awk '{ if (NR % 2) a[++n] = $1; else b[n] = $1 }
+             function median(v, n,   i, j, t) {
+                 for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+                 return v[int((n + 1) / 2)]
+             }
+             END { print median(a, n), median(b, n) }'
+}
+
 # wall_ms SQL...: wall-clock milliseconds of the statements, run in one session (for DDL,
 # which EXPLAIN cannot time).
 wall_ms() {

@@ -10,4 +10,5 @@ pub mod merge_queue;
 pub mod multi_index;
 pub mod nearest;
 pub mod permuted;
+pub mod prefix_bitmap;
 pub mod within;

@@ -1,7 +1,8 @@
 //! `hamming_index_check(regclass)`, in the spirit of amcheck:
 //! - every table of every run is sorted, within and across leaves; its directory leads to
-//!   its leaves in order, each under a first key no larger than theirs; every page is of the
-//!   right kind and owned by its run or list; the metapage's row count of each run is true;
+//!   its leaves in order, each under a first key no larger than theirs; a small table's
+//!   prefix bitmap has every key's bit; every page is of the right kind and owned by its
+//!   run or list; the metapage's row count of each run is true;
 //! - every row the table would index is in every permuted table of one run with its
 //!   fingerprint, or in a pending list or a run's NULL rows: a lookup cannot miss it;
 //! - no TID is indexed twice (in two runs, or a run and a pending list);
@@ -27,6 +28,7 @@ use super::registry::Registry;
 use super::run;
 use crate::support::memory::RowBudget;
 use neardup_core::search::index_page::{children, entries, Dead, Run, Tid, Tree, NO_BLOCK};
+use neardup_core::search::prefix_bitmap::PrefixBitmap;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
@@ -254,7 +256,8 @@ fn heap_lock() -> pg_sys::LOCKMODE {
 
 /// Checks one table of a run: its leaves, in chain order, hold keys in order; its
 /// directory leads to the same leaves in the same order, each under a first key no larger
-/// than the leaf's. Returns its rows as (TID, fingerprint), sorted.
+/// than the leaf's; the prefix bitmap of a small table's root has the bit of every key.
+/// Returns its rows as (TID, fingerprint), sorted.
 fn check_tree(
     rel: pg_sys::Relation,
     r: &Run,
@@ -273,6 +276,7 @@ fn check_tree(
     }
     // (child, first key) of the leaves, in directory order.
     let mut under: Vec<(u32, u64)> = Vec::new();
+    let mut prefixes: Option<Vec<u8>> = None;
     let mut stack: Vec<(u32, u64)> = (tree.root != NO_BLOCK)
         .then_some((tree.root, 0))
         .into_iter()
@@ -282,6 +286,9 @@ fn check_tree(
         let locked = page::read_owned(rel, block, Kind::Directory, r.id);
         // SAFETY: a locked directory page.
         let (kids, level) = unsafe {
+            if block == tree.root {
+                prefixes = page::prefix_bitmap(locked.page()).map(<[u8]>::to_vec);
+            }
             (
                 children(page::contents(locked.page())).collect::<Vec<_>>(),
                 page::level(locked.page()),
@@ -316,6 +323,15 @@ fn check_tree(
             if e.key < previous || e.key < bound {
                 corrupt(format!(
                     "run {} table {t}: keys out of order at block {block}",
+                    r.id
+                ));
+            }
+            if prefixes
+                .as_ref()
+                .is_some_and(|p| !PrefixBitmap::may_hold(p, e.key, e.key))
+            {
+                corrupt(format!(
+                    "run {} table {t}: a key at block {block} lacks its bit in the root's prefix bitmap",
                     r.id
                 ));
             }

@@ -245,10 +245,10 @@ fn a_stale_free_space_map_is_neither_corruption_nor_reused() {
 
 #[pg_test]
 fn compaction_rewrites_the_largest_run_only_for_enough_new_rows() {
-    // 80,000 rows in one run: 1/64 of it is 1,250 rows. A pending page holds 582.
+    // 160,000 rows in one run: 1/128 of it is 1,250 rows. A pending page holds 582.
     Spi::run(
         "CREATE TABLE c (id int, fp simhash64);
-         INSERT INTO c SELECT i, (i * 2654435761)::bigint::simhash64 FROM generate_series(1, 80000) i;
+         INSERT INTO c SELECT i, (i * 2654435761)::bigint::simhash64 FROM generate_series(1, 160000) i;
          CREATE INDEX c_fp ON c USING hamming (fp) WITH (pending_limit = 600);",
     )
     .unwrap();
@@ -258,11 +258,11 @@ fn compaction_rewrites_the_largest_run_only_for_enough_new_rows() {
         ))
         .unwrap()
     };
-    // Answers for 20 probes (with near copies of them, inserted first) against a seq
+    // Answers for 40 probes (with near copies of them, inserted first) against a seq
     // scan's, and every row checked.
     Spi::run(
         "INSERT INTO c SELECT 0, (fp::bigint # (1::bigint << (i * 13 % 64)))::simhash64
-         FROM c, generate_series(1, 3) i WHERE id % 2000 = 0",
+         FROM c, generate_series(1, 3) i WHERE id % 4000 = 0",
     )
     .unwrap();
     let check = |what: &str| {
@@ -287,15 +287,15 @@ fn compaction_rewrites_the_largest_run_only_for_enough_new_rows() {
     };
     // The near copies (120 rows) are pending. With 380 more, beside the one run: left
     // pending (comparing them is cheaper than probing a run of them).
-    add(80001, 80380);
+    add(160001, 160380);
     assert!(crate::am::compact("c_fp"));
     let m = crate::am::meta_of("c_fp");
     assert!(m.runs.len() == 1 && m.pending.pages == 1, "{m:?}");
     check("pending rows beside one run");
     // A full pending list became a second run (600 rows), and 480 rows are pending after
-    // it: less than 1/64 of the largest together. Folded into one run beside it, the
+    // it: less than 1/128 of the largest together. Folded into one run beside it, the
     // largest untouched.
-    add(80381, 80960);
+    add(160381, 160960);
     let m = crate::am::meta_of("c_fp");
     assert!(m.runs.len() == 2 && m.pending.pages == 1, "{m:?}");
     let largest = m.runs[0].id;
@@ -304,8 +304,8 @@ fn compaction_rewrites_the_largest_run_only_for_enough_new_rows() {
     assert!(m.runs.len() == 2 && m.runs[0].id == largest, "{m:?}");
     assert!(m.pending.pages == 0 && m.runs[1].rows == 1080, "{m:?}");
     check("folded beside the largest run");
-    // Past 1/64: one run, as a fresh build.
-    add(80961, 82500);
+    // Past 1/128: one run, as a fresh build.
+    add(160961, 162500);
     assert!(crate::am::compact("c_fp"));
     let m = crate::am::meta_of("c_fp");
     assert!(m.runs.len() == 1 && m.pending.pages == 0, "{m:?}");

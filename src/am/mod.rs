@@ -16,6 +16,7 @@ mod meta;
 pub mod options;
 mod page;
 mod pause;
+mod recovery_conflict;
 pub(crate) mod registry;
 pub use pause::init as init_pause_points;
 mod run;

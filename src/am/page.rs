@@ -13,6 +13,7 @@
 //! ```
 
 use neardup_core::search::index_page::{self, NO_BLOCK};
+use neardup_core::search::prefix_bitmap::BITMAP_BYTES;
 use pgrx::pg_sys;
 use std::mem::size_of;
 
@@ -170,6 +171,27 @@ pub unsafe fn set_len(page: pg_sys::Page, len: usize) {
     unsafe { (*header(page)).pd_lower = (HEADER + len) as u16 }
 }
 
+/// Stores a small table's prefix bitmap at the end of its root directory page's contents,
+/// where pd_upper then points (`neardup_core::search::prefix_bitmap` draws it); call after
+/// `set_len`, with children that leave it room.
+pub unsafe fn set_prefix_bitmap(page: pg_sys::Page, bitmap: &[u8]) {
+    debug_assert_eq!(bitmap.len(), BITMAP_BYTES);
+    unsafe {
+        let at = CONTENTS - BITMAP_BYTES;
+        debug_assert!((*header(page)).pd_lower as usize <= HEADER + at);
+        contents_mut(page)[at..].copy_from_slice(bitmap);
+        (*header(page)).pd_upper = (HEADER + at) as u16;
+    }
+}
+
+/// The prefix bitmap of a root directory page, if it carries one.
+pub unsafe fn prefix_bitmap<'a>(page: pg_sys::Page) -> Option<&'a [u8]> {
+    unsafe {
+        let at = CONTENTS - BITMAP_BYTES;
+        ((*header(page)).pd_upper as usize == HEADER + at).then(|| &contents_mut(page)[at..])
+    }
+}
+
 /// A pinned and locked buffer, unlocked and unpinned when dropped (also while a Rust
 /// panic or a PostgreSQL ERROR unwinds).
 pub struct Locked {
@@ -281,9 +303,9 @@ impl Drop for Xlog {
 
 /// Reads `block` under a share lock for a scan that reached it through the metapage it read
 /// earlier, and checks it is still a page of `kind` owned by `owner`. Pages are reused only
-/// once no snapshot older than their release exists, so on a primary this always holds; a
-/// standby replays reuse regardless of its queries, and a query that would read a reused
-/// page is cancelled, as PostgreSQL cancels queries in conflict with recovery.
+/// once no scan can read them, on the primary and (through feedback, or through the
+/// recovery conflict logged before recycling, `recovery_conflict`) on a standby, so this
+/// always holds; the check turns a broken rule into an ERROR rather than a wrong answer.
 pub fn read_owned(index: pg_sys::Relation, block: u32, kind: Kind, owner: u32) -> Locked {
     let locked = Locked::read(
         index,
@@ -302,7 +324,7 @@ pub fn read_owned(index: pg_sys::Relation, block: u32, kind: Kind, owner: u32) -
             ERROR,
             pgrx::PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
             format!("hamming index block {block} was reused while a scan read it"),
-            "On a standby this is a conflict with recovery (a merge replayed from the primary): retry the query."
+            "A merge recycled pages this scan still read: retry the query, and report this as a bug of neardup."
         );
     }
     locked
@@ -389,7 +411,7 @@ pub unsafe fn storage_is_this_transactions(index: pg_sys::Relation) -> bool {
 }
 
 /// `RelationNeedsWAL()`: what GenericXLogStart asks to decide whether to log.
-unsafe fn relation_needs_wal(index: pg_sys::Relation) -> bool {
+pub(super) unsafe fn relation_needs_wal(index: pg_sys::Relation) -> bool {
     unsafe {
         let permanent = (*(*index).rd_rel).relpersistence == pg_sys::RELPERSISTENCE_PERMANENT as i8;
         let wal_needed = pg_sys::wal_level >= pg_sys::WalLevel::WAL_LEVEL_REPLICA as i32;

@@ -9,6 +9,7 @@
 use super::blocks;
 use super::meta;
 use super::page::{self, Kind, Locked, Role, Xlog, META_BLOCK};
+use super::recovery_conflict;
 use neardup_core::search::index_page::{Dead, Garbage, Meta, NO_BLOCK};
 use pgrx::pg_sys;
 
@@ -114,10 +115,11 @@ fn extend(index: pg_sys::Relation, registry: &Registry) {
 }
 
 /// Changes the metapage and records `dead` as garbage in one WAL record. The garbage is
-/// stamped with the next transaction id read under the metapage's exclusive lock: a scan
-/// that read the metapage before the change did so under that lock's share mode, with a
-/// snapshot taken earlier, so its xmin is at most the stamp and the garbage outlives it
-/// (nbtree reads its safe xid after the unlink for the same reason). `kept` are records
+/// stamped with the xmin a snapshot taken under the metapage's exclusive lock has
+/// (`snapshot_xmin_now`): a scan that read the metapage before the change did so under
+/// that lock's share mode, with a snapshot taken earlier, so its xmin is at most the stamp
+/// and the garbage outlives it (nbtree reads its safe xid after the unlink for the same
+/// reason; it reads the next transaction id, which is later still). `kept` are records
 /// stamped already (a format 2 metapage's garbage, moved here). The caller holds the
 /// merge lock. Returns the metapage as written.
 pub fn publish(
@@ -152,7 +154,7 @@ pub fn publish(
     unsafe {
         let mut m = meta::decode(metapage.page());
         change(&mut m);
-        let since = pg_sys::ReadNextFullTransactionId().value;
+        let since = snapshot_xmin_now();
         let mut xlog = Xlog::start(index);
         meta::encode(xlog.register(&metapage, false), &m);
         for ((_, which), target) in plan.iter().zip(&targets) {
@@ -171,6 +173,29 @@ pub fn publish(
         xlog.finish();
         m
     }
+}
+
+/// The xmin of a snapshot taken now, as a full transaction id. Every snapshot taken
+/// earlier has an xmin at or below it, on this server and on a standby replaying it: the
+/// transactions running now were running then or are younger. (The next transaction id
+/// would do too, but a standby without feedback cancels its queries whose xmin is at or
+/// below the stamp of what the primary recycles, `recovery_conflict`: with this stamp,
+/// those that began once the merge was replayed are left alone unless a transaction older
+/// than the merge still runs.) The snapshot's arrays are allocated once per backend.
+fn snapshot_xmin_now() -> u64 {
+    thread_local! {
+        // SAFETY: all-zero is an empty SnapshotData; GetSnapshotData allocates its arrays.
+        static SNAPSHOT: std::cell::UnsafeCell<pg_sys::SnapshotData> =
+            const { std::cell::UnsafeCell::new(unsafe { std::mem::zeroed() }) };
+    }
+    SNAPSHOT.with(|snapshot| {
+        // SAFETY: this backend's own snapshot data, filled under ProcArrayLock by
+        // PostgreSQL; the next transaction id is read after it, so it is not older.
+        unsafe {
+            let xmin = (*pg_sys::GetSnapshotData(snapshot.get())).xmin;
+            full_xid(pg_sys::ReadNextFullTransactionId().value, xmin.into_inner())
+        }
+    })
 }
 
 /// Moves the garbage a format 2 metapage keeps into the registry (once, at the first
@@ -204,14 +229,17 @@ pub fn recycle(index: pg_sys::Relation) {
             pg_sys::FullTransactionId { value: g.since },
         )
     };
-    let waiting = registry
-        .pages
-        .iter()
-        .flat_map(|p| &p.records)
-        .any(|g| !old_enough(g));
+    let records = || registry.pages.iter().flat_map(|p| &p.records);
+    let waiting = records().any(|g| !old_enough(g));
     let unread_below = (waiting && no_scan_holds_an_older_metapage(index))
         .then(|| standby_xmin().unwrap_or(u64::MAX));
     let ready = |g: &Garbage| old_enough(g) || unread_below.is_some_and(|below| g.since < below);
+    let Some(horizon) = records().filter(|g| ready(g)).map(|g| g.since).max() else {
+        return;
+    };
+    // A standby's queries are in neither horizon without hot_standby_feedback: replay
+    // cancels those that could still read this garbage before it replays its recycling.
+    recovery_conflict::before_recycling(index, horizon, REGISTRY_BLOCK);
     let mut freed: Vec<u32> = Vec::new();
     for p in &registry.pages {
         if !p.records.iter().any(ready) {
@@ -282,8 +310,8 @@ fn no_scan_holds_an_older_metapage(index: pg_sys::Relation) -> bool {
 /// The oldest xmin a standby reports through hot_standby_feedback (a physical replication
 /// slot's, or a walsender's without a slot), as a full transaction id; `None` when no
 /// standby reports one. A standby without feedback is not waited for: as with PostgreSQL's
-/// own indexes, replaying the reuse of a page its query still reads cancels that query
-/// (`page::read_owned`).
+/// own indexes, replay cancels its queries that could still read the garbage before it
+/// replays the recycling (`recovery_conflict`).
 fn standby_xmin() -> Option<u64> {
     // SAFETY: reads of shared memory that PostgreSQL itself reads without locks for
     // advice (a walsender's pid and its PGPROC's xmin are single aligned words).

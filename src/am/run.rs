@@ -14,6 +14,7 @@ use neardup_core::search::index_page::{
     CHILD_SIZE, ENTRY_SIZE, NO_BLOCK,
 };
 use neardup_core::search::permuted::Layout;
+use neardup_core::search::prefix_bitmap::{PrefixBitmap, CHILDREN_BESIDE_BITMAP};
 use pgrx::pg_sys;
 
 /// Where new pages come from and how they reach the WAL.
@@ -106,6 +107,18 @@ impl PageWriter {
 
     /// Writes a whole page.
     pub fn write(&mut self, block: u32, role: Role, next: u32, contents: &[u8]) {
+        self.write_with_bitmap(block, role, next, contents, None)
+    }
+
+    /// Writes a whole page, a root directory page with its table's prefix bitmap.
+    fn write_with_bitmap(
+        &mut self,
+        block: u32,
+        role: Role,
+        next: u32,
+        contents: &[u8],
+        bitmap: Option<&[u8]>,
+    ) {
         if self.merge.is_some() {
             // A merge is throttled as VACUUM is: in a merge worker by its cost limit
             // (merge_worker::throttle), in VACUUM by VACUUM's; elsewhere this only checks
@@ -123,6 +136,9 @@ impl PageWriter {
                 page::contents_mut(p)[..contents.len()].copy_from_slice(contents);
                 page::set_len(p, contents.len());
                 page::set_next(p, next);
+                if let Some(bitmap) = bitmap {
+                    page::set_prefix_bitmap(p, bitmap);
+                }
             }
         };
         if self.merge.is_some() {
@@ -198,6 +214,8 @@ pub struct TreeWriter {
     owner: u32,
     table: u16,
     leaves: Chain,
+    /// Its keys' prefixes, stored in its root if the table is small enough.
+    prefixes: PrefixBitmap,
 }
 
 impl TreeWriter {
@@ -212,16 +230,19 @@ impl TreeWriter {
             owner,
             table,
             leaves: Chain::new(role, ENTRY_SIZE, true),
+            prefixes: PrefixBitmap::default(),
         }
     }
 
     pub fn push(&mut self, out: &mut PageWriter, key: u64, tid: Tid) {
+        self.prefixes.insert(key);
         let mut bytes = [0u8; ENTRY_SIZE];
         Entry { key, tid }.write(&mut bytes);
         self.leaves.push(out, &bytes);
     }
 
-    /// Writes the last leaf and the directory above the leaves.
+    /// Writes the last leaf and the directory above the leaves; a root over few enough
+    /// leaves also holds the prefix bitmap.
     pub fn finish(self, out: &mut PageWriter) -> Tree {
         let (first_leaf, leaves, heads) = self.leaves.finish(out);
         if leaves == 0 {
@@ -251,7 +272,11 @@ impl TreeWriter {
                     write_child(&mut buf[i * CHILD_SIZE..], key, child);
                 }
                 let block = out.allocate();
-                out.write(block, role, NO_BLOCK, &buf[..chunk.len() * CHILD_SIZE]);
+                // (A root over few leaves: the only page of this level.)
+                let bitmap = (depth == 1 && level.len() <= CHILDREN_BESIDE_BITMAP)
+                    .then(|| self.prefixes.bytes());
+                let children = &buf[..chunk.len() * CHILD_SIZE];
+                out.write_with_bitmap(block, role, NO_BLOCK, children, bitmap);
                 above.push((chunk[0].0, block));
             }
             if above.len() == 1 {

@@ -9,10 +9,11 @@
 # Then merges through replication: an index WITH (pending_limit = 500) on a table of its
 # own takes inserts from two sessions in small transactions while a third updates,
 # deletes and VACUUMs, so that runs are written, merged and recycled (and their pages
-# reused) all along; meanwhile the standby answers lookups, which may be cancelled with
-# SQLSTATE 40001 (a page the replayed merges reused under them, or any conflict with
-# recovery: the standby does not hold back the primary's recycling), and are then retried;
-# no other error is allowed. After the load, a VACUUM and replay, the standby's answers must
+# reused) all along; meanwhile the standby answers lookups. With hot_standby_feedback on,
+# none may fail. Without it, replay may cancel them as conflicts with recovery (40001, the
+# primary logs each recycling as a btree logs a page reuse), and they are then retried; no
+# scan may meet a reused page, and no other error is allowed. A scan held open across the
+# primary's recycling must be cancelled by a snapshot conflict. After the load, a VACUUM and replay, the standby's answers must
 # equal brute force on the standby and its hamming_index_check must pass.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -51,9 +52,11 @@ sudo -u postgres "$PG_BIN/pg_basebackup" -h "$PRIMARY" -p 5432 -U postgres -D "$
 {
     echo "unix_socket_directories = '$STANDBY'"
     echo "hot_standby = on"
-    # Replay waits little for standby queries in the way of a heap cleanup (then cancels
-    # them), and the primary does not wait for them to recycle index pages.
-    echo "max_standby_streaming_delay = 200ms"
+    # Replay waits for the standby's queries in the way of a cleanup (a heap's, or the
+    # recycling of index pages they may read) until they end: the comparisons must not be
+    # cancelled by a merge in the background. The rounds of merges under load wait 1 s,
+    # and the scan held across a recycling 200 ms.
+    echo "max_standby_streaming_delay = -1"
     echo "hot_standby_feedback = off"
 } >>"$STANDBY/data/postgresql.conf"
 sudo -u postgres "$PG_BIN/pg_ctl" -D "$STANDBY/data" -l "$STANDBY/server.log" -w -t 60 start >/dev/null ||
@@ -236,8 +239,8 @@ trap 'cleanup_loaders; cleanup' EXIT
 # the ball of radius 3 through an index scan and through a bitmap scan, the 20 nearest
 # rows, and (every fifth probe) the index's answer against a seq scan's in one snapshot
 # (they must agree) and a self-join. After each query psql prints
-# its SQLSTATE: 40001 (a page the replayed merges reused under the scan, or another
-# conflict with recovery) is counted, and the query is asked again in the next round; any
+# its SQLSTATE: 40001 (a conflict with recovery, which cancels the scans that could read
+# garbage before its pages are reused) is counted, and the query is asked again in the next round; any
 # other error fails.
 {
     echo "\\set ON_ERROR_STOP 0"
@@ -272,7 +275,8 @@ trap 'cleanup_loaders; cleanup' EXIT
 stream_round() {
     local feedback=$1 seconds=$2 f pid i rounds=0 t_load
     TERMINATED=0
-    qs -c "ALTER SYSTEM SET hot_standby_feedback = $feedback" -c "SELECT pg_reload_conf()" >/dev/null
+    qs -c "ALTER SYSTEM SET hot_standby_feedback = $feedback" -c "ALTER SYSTEM SET max_standby_streaming_delay = '1s'" \
+        -c "SELECT pg_reload_conf()" >/dev/null
     if [[ $feedback == on ]]; then
         for _ in $(seq 100); do
             [[ $(qp -c "SELECT count(*) FROM pg_stat_replication WHERE backend_xmin IS NOT NULL") == 1 ]] && break
@@ -296,13 +300,18 @@ stream_round() {
             fail "[$STAGE] a standby lookup failed during replay: $(grep -E "ERROR|FATAL" "$STANDBY/lookups.out" | grep -v " 40001:" | head -3)"
         fi
         # Without feedback, PostgreSQL may end a standby session for a conflict with
-        # recovery (FATAL 40001, when it comes between two statements) rather than cancel
-        # a query: the round ends there, and the next one asks again.
+        # recovery (FATAL 40001, when it comes between two statements, or while the
+        # session starts) rather than cancel a query: the round ends there, and the next
+        # one asks again.
         if [[ $(grep -c "^SQLSTATE " "$STANDBY/lookups.out") != 170 ]]; then
-            [[ $feedback == off ]] && grep -q "FATAL:  40001: terminating connection due to conflict with recovery" "$STANDBY/lookups.out" ||
+            [[ $feedback == off ]] && grep -qE "FATAL: +(40001: terminating connection|canceling statement) due to conflict with recovery" "$STANDBY/lookups.out" ||
                 fail "[$STAGE] a round of standby lookups broke off: $(tail -3 "$STANDBY/lookups.out")"
             TERMINATED=$((TERMINATED + 1))
         fi
+        # Replay cancels (or waits for) the queries that could read garbage before it
+        # replays the garbage's recycling: a scan never meets a reused page.
+        ! grep -q "reused while a scan read it" "$STANDBY/lookups.out" ||
+            fail "[$STAGE] a standby scan met a page the replayed merges reused: no recovery conflict cancelled it first"
         ! grep -q "^DIFFER" "$STANDBY/lookups.out" ||
             fail "[$STAGE] in one standby snapshot the index and a seq scan disagree: $(grep -m1 '^DIFFER' "$STANDBY/lookups.out")"
     done
@@ -326,7 +335,7 @@ stream_round() {
 }
 
 # Without feedback the primary recycles pages regardless of the standby's queries, and
-# replaying the reuse of a page a query reads cancels it (as PostgreSQL's own indexes do).
+# replay cancels the queries that could read them first (as for PostgreSQL's own indexes).
 stream_round off 12
 ids=$(($(next_id) - ids_before))
 echo "check_index_standby: $ids ids taken on the primary (pending lists sealed, runs written)"
@@ -341,7 +350,8 @@ STAGE="after the merges, VACUUM"
 # Feedback off first, and its xmin gone from the primary: otherwise the standby's last
 # feedback holds back the primary's horizon, and hamming_index_check counts rows there that
 # the primary still sees as recently dead but the standby, with no query of its own, as dead.
-qs -c "ALTER SYSTEM SET hot_standby_feedback = off" -c "SELECT pg_reload_conf()" >/dev/null
+qs -c "ALTER SYSTEM SET hot_standby_feedback = off" -c "ALTER SYSTEM RESET max_standby_streaming_delay" \
+    -c "SELECT pg_reload_conf()" >/dev/null
 for _ in $(seq 300); do
     [[ $(qp -c "SELECT count(*) FROM pg_stat_replication WHERE backend_xmin IS NOT NULL") == 0 ]] && break
     sleep 0.1
@@ -359,4 +369,36 @@ qp -c "INSERT INTO stream (fp) SELECT flip(fp, (pid % 3)::int)::simhash64 FROM p
     INSERT INTO stream (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 3000)"
 synced
 compare stream stream_fp
+# A standby scan held open (a cursor, then a sleep) while the primary merges and recycles
+# the pages it reads: replaying the recycling waits max_standby_streaming_delay, then
+# cancels the query as a snapshot conflict, as for a btree's reused page; the cursor never
+# reads the reused pages.
+STAGE="a standby scan in the way of recycling"
+conflicts() { qs -c "SELECT confl_snapshot FROM pg_stat_database_conflicts WHERE datname = 'postgres'"; }
+conflicts_before=$(conflicts)
+qs -c "ALTER SYSTEM SET max_standby_streaming_delay = '200ms'" -c "SELECT pg_reload_conf()" >/dev/null
+psql -XqAt -h "$STANDBY" -p 5432 -U postgres -d postgres >"$STANDBY/held.out" 2>&1 <<'SQL' &
+SET enable_seqscan = off; SET enable_bitmapscan = off;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+DECLARE held CURSOR FOR SELECT id FROM stream WHERE fp <@ hamming_ball((SELECT fp FROM probes WHERE pid = 1)::simhash64, 3);
+FETCH 1 FROM held;
+SELECT 'slept', pg_sleep(30);
+FETCH ALL FROM held;
+COMMIT;
+SQL
+held=$!
+for _ in $(seq 100); do
+    [[ $(qs -c "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%slept%' AND wait_event = 'PgSleep'") == 1 ]] && break
+    sleep 0.1
+done
+qp -c "INSERT INTO stream (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 1200)" -c "VACUUM stream" \
+    -c "INSERT INTO stream (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 1200)" -c "VACUUM stream" >/dev/null
+synced
+wait "$held" || true
+grep -q "canceling statement due to conflict with recovery" "$STANDBY/held.out" ||
+    fail "[$STAGE] the held standby scan was not cancelled by a conflict with recovery: $(head -c 600 "$STANDBY/held.out")"
+! grep -q "reused while a scan read it" "$STANDBY/held.out" || fail "[$STAGE] the held standby scan met a reused page"
+(($(conflicts) > conflicts_before)) || fail "[$STAGE] pg_stat_database_conflicts counts no snapshot conflict"
+echo "check_index_standby: a standby scan held across the primary's recycling was cancelled by a snapshot conflict" \
+    "(confl_snapshot $conflicts_before -> $(conflicts))"
 echo "check_index_standby: ok in $((SECONDS - T0)) s ($COMPARED (probe, k, row) matches compared per way of asking)"

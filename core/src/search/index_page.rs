@@ -53,7 +53,9 @@
 //!  | key u64 | block u32 | offset u16 | key ... | ...
 //!  +---------+-----------+------------+---------+-----
 //!
-//!  directory page contents: packed 12-byte children, sorted by key
+//!  directory page contents: packed 12-byte children, sorted by key (the root of a table of
+//!  at most 338 leaves also holds the bitmap of its keys' prefixes at the end of the
+//!  contents, where pd_upper points: see `prefix_bitmap`)
 //!  +---------------+-------------+-----------+-----
 //!  | first key u64 | child u32   | key ...   | ...
 //!  +---------------+-------------+-----------+-----

@@ -3,6 +3,7 @@
 //! lookups are many, the rows of the small runs.
 
 use crate::am::meta;
+use crate::am::page::{self, Kind};
 use crate::am::registry;
 use crate::am::run;
 use neardup_core::search::index_page::{Entry, Meta, Run, Tid};
@@ -149,8 +150,38 @@ pub struct ScanCache {
     pub small_runs: Option<PendingRows>,
     /// Lookups this cache has served.
     pub lookups: u32,
-    /// Directory pages read: contents and level.
-    pub directory: HashMap<u32, (Vec<u8>, u16)>,
+    /// Directory pages read.
+    pub directory: HashMap<u32, DirectoryPage>,
+}
+
+/// A directory page as a scan keeps it: its children, its level, and for the root of a
+/// small table the bitmap of its keys' prefixes (`neardup_core::search::prefix_bitmap`).
+pub struct DirectoryPage {
+    pub contents: Vec<u8>,
+    pub level: u16,
+    pub prefixes: Option<Vec<u8>>,
+}
+
+impl DirectoryPage {
+    /// The page `block` of run `owner`, from `directory` or read into it.
+    pub fn cached(
+        directory: &mut HashMap<u32, DirectoryPage>,
+        index: pg_sys::Relation,
+        block: u32,
+        owner: u32,
+    ) -> &DirectoryPage {
+        directory.entry(block).or_insert_with(|| {
+            let locked = page::read_owned(index, block, Kind::Directory, owner);
+            // SAFETY: a locked directory page.
+            unsafe {
+                DirectoryPage {
+                    contents: page::contents(locked.page()).to_vec(),
+                    level: page::level(locked.page()),
+                    prefixes: page::prefix_bitmap(locked.page()).map(<[u8]>::to_vec),
+                }
+            }
+        })
+    }
 }
 
 impl ScanCache {

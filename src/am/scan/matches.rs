@@ -12,12 +12,15 @@
 //! reported by the first ball that contains it). A radius beyond max_distance, or no
 //! condition, reads table 0 of every run, the NULL rows and the pending rows instead.
 
-use super::cache::{compared_from_memory, for_each_row_in, Row, ScanCache, PASSES_BEFORE_SORTING};
+use super::cache::{
+    compared_from_memory, for_each_row_in, DirectoryPage, Row, ScanCache, PASSES_BEFORE_SORTING,
+};
 use super::Query;
-use crate::am::page::{self, Kind};
+use crate::am::page::Kind;
 use crate::am::run;
 use neardup_core::search::ball_set::BallLookup;
 use neardup_core::search::index_page::{entries, lower_bound, Tid, ENTRY_SIZE, NO_BLOCK};
+use neardup_core::search::prefix_bitmap::PrefixBitmap;
 use neardup_core::signatures::simhash::hamming;
 use pgrx::pg_sys;
 use std::rc::Rc;
@@ -213,18 +216,17 @@ impl Matches {
                     None => {
                         let tree = &cache.meta.runs[run].tables[table];
                         let directory = &mut cache.directory;
-                        let start = run::descend(tree, lo, |block, visit| {
-                            let (contents, level) = directory.entry(block).or_insert_with(|| {
-                                let locked = page::read_owned(index, block, Kind::Directory, owner);
-                                // SAFETY: a locked directory page.
-                                unsafe {
-                                    (
-                                        page::contents(locked.page()).to_vec(),
-                                        page::level(locked.page()),
-                                    )
+                        if tree.root != NO_BLOCK {
+                            let root = DirectoryPage::cached(directory, index, tree.root, owner);
+                            if let Some(prefixes) = &root.prefixes {
+                                if !PrefixBitmap::may_hold(prefixes, lo, hi) {
+                                    return true;
                                 }
-                            });
-                            visit(contents, *level)
+                            }
+                        }
+                        let start = run::descend(tree, lo, |block, visit| {
+                            let page = DirectoryPage::cached(directory, index, block, owner);
+                            visit(&page.contents, page.level)
                         });
                         match start {
                             Some(block) => block,
