@@ -303,10 +303,9 @@ impl Drop for Xlog {
 
 /// Reads `block` under a share lock for a scan that reached it through the metapage it read
 /// earlier, and checks it is still a page of `kind` owned by `owner`. Pages are reused only
-/// once no scan can read them: on the primary this always holds; on a standby, through
-/// feedback, or through the recovery conflict logged before recycling (`recovery_conflict`),
-/// which cancels such scans first. A standby scan that still meets a reused page (seen on
-/// 18 under a merge-heavy load without feedback) gets this ERROR, never a wrong answer.
+/// once no scan can read them, on the primary and (through feedback, or through the
+/// recovery conflict logged before recycling, `recovery_conflict`) on a standby, so this
+/// always holds; the check turns a broken rule into an ERROR rather than a wrong answer.
 pub fn read_owned(index: pg_sys::Relation, block: u32, kind: Kind, owner: u32) -> Locked {
     let locked = Locked::read(
         index,

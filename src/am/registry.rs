@@ -115,13 +115,14 @@ fn extend(index: pg_sys::Relation, registry: &Registry) {
 }
 
 /// Changes the metapage and records `dead` as garbage in one WAL record. The garbage is
-/// stamped with the xmin a snapshot taken under the metapage's exclusive lock has
-/// (`snapshot_xmin_now`): a scan that read the metapage before the change did so under
-/// that lock's share mode, with a snapshot taken earlier, so its xmin is at most the stamp
-/// and the garbage outlives it (nbtree reads its safe xid after the unlink for the same
-/// reason; it reads the next transaction id, which is later still). `kept` are records
-/// stamped already (a format 2 metapage's garbage, moved here). The caller holds the
-/// merge lock. Returns the metapage as written.
+/// stamped with the next transaction id read under the metapage's exclusive lock: a scan
+/// that read the metapage before the change did so under that lock's share mode, with a
+/// snapshot taken earlier, so its xmin is at most the stamp and the garbage outlives it
+/// (nbtree reads its safe xid after the unlink for the same reason). The xmin of a
+/// snapshot taken then looked tighter, but on 18 a standby scan whose xmin was above such
+/// a stamp still read the garbage it covered. `kept` are records stamped already (a
+/// format 2 metapage's garbage, moved here). The caller holds the merge lock. Returns the
+/// metapage as written.
 pub fn publish(
     index: pg_sys::Relation,
     dead: Vec<Dead>,
@@ -154,7 +155,7 @@ pub fn publish(
     unsafe {
         let mut m = meta::decode(metapage.page());
         change(&mut m);
-        let since = snapshot_xmin_now();
+        let since = pg_sys::ReadNextFullTransactionId().value;
         let mut xlog = Xlog::start(index);
         meta::encode(xlog.register(&metapage, false), &m);
         for ((_, which), target) in plan.iter().zip(&targets) {
@@ -173,29 +174,6 @@ pub fn publish(
         xlog.finish();
         m
     }
-}
-
-/// The xmin of a snapshot taken now, as a full transaction id. Every snapshot taken
-/// earlier has an xmin at or below it, on this server and on a standby replaying it: the
-/// transactions running now were running then or are younger. (The next transaction id
-/// would do too, but a standby without feedback cancels its queries whose xmin is at or
-/// below the stamp of what the primary recycles, `recovery_conflict`: with this stamp,
-/// those that began once the merge was replayed are left alone unless a transaction older
-/// than the merge still runs.) The snapshot's arrays are allocated once per backend.
-fn snapshot_xmin_now() -> u64 {
-    thread_local! {
-        // SAFETY: all-zero is an empty SnapshotData; GetSnapshotData allocates its arrays.
-        static SNAPSHOT: std::cell::UnsafeCell<pg_sys::SnapshotData> =
-            const { std::cell::UnsafeCell::new(unsafe { std::mem::zeroed() }) };
-    }
-    SNAPSHOT.with(|snapshot| {
-        // SAFETY: this backend's own snapshot data, filled under ProcArrayLock by
-        // PostgreSQL; the next transaction id is read after it, so it is not older.
-        unsafe {
-            let xmin = (*pg_sys::GetSnapshotData(snapshot.get())).xmin;
-            full_xid(pg_sys::ReadNextFullTransactionId().value, xmin.into_inner())
-        }
-    })
 }
 
 /// Moves the garbage a format 2 metapage keeps into the registry (once, at the first
