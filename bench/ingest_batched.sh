@@ -7,9 +7,9 @@
 #       10: h's step, then b's). Reported: rows/s, the p99.9 and the worst statement latency
 #       over the whole load; at every checkpoint, 50 lookups (one LATERAL statement, the
 #       median of 15, run alternately with fresh's in one session after one more of each,
-#       enable_seqscan off) on h against `fresh`, the same rows with the index built after the copy (counts must agree; both
-#       tables analyzed and neither vacuumed, so that both get the same plan and read the
-#       heap alike), the index size against fresh's, and the rows of h's runs and pending
+#       enable_seqscan off) on h against `fresh`, the same rows with the index built after
+#       the copy (counts must agree; both tables analyzed and neither vacuumed, so that both
+#       get the same plan and read the heap alike), the index size against fresh's, and the rows of h's runs and pending
 #       lists when its lookups start (and whether a merge is under way);
 #   (2) single rows: SINGLE_SECONDS (default 30) of one-row commits from 4 clients into h and
 #       into b: commits/s and p50.

@@ -53,8 +53,12 @@ median_ms() {
 session_median_ms() {
     local rounds=$1 sql=$2
     for _ in $(seq $((rounds + 1))); do echo "EXPLAIN (ANALYZE, TIMING OFF) $sql;"; done | psql -AtX |
-        sed -n 's/^Execution Time: \([0-9.]*\) ms$/\1/p' | tail -n "$rounds" | sort -g |
-        awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
+        sed -n 's/^Execution Time: \([0-9.]*\) ms$/\1/p' | tail -n "$rounds" | median
+}
+
+# median: the median of the numbers on standard input, one a line.
+median() {
+    sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
 }
 
 # paired_medians_ms ROUNDS SQL-A SQL-B: the medians of A and B run alternately in one
@@ -62,14 +66,10 @@ session_median_ms() {
 # meanwhile (a background merge, another tenant) weighs on both alike; prints "A B".
 paired_medians_ms() {
     local rounds=$1 a=$2 b=$3
-    for _ in $(seq $((rounds + 1))); do echo "EXPLAIN (ANALYZE, TIMING OFF) $a;"; echo "EXPLAIN (ANALYZE, TIMING OFF) $b;"; done |
-        psql -AtX | sed -n 's/^Execution Time: \([0-9.]*\) ms$/\1/p' | tail -n $((2 * rounds)) |
-        awk '{ if (NR % 2) a[++n] = $1; else b[n] = $1 }
-             function median(v, n,   i, j, t) {
-                 for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
-                 return v[int((n + 1) / 2)]
-             }
-             END { print median(a, n), median(b, n) }'
+    local times
+    times=$(for _ in $(seq $((rounds + 1))); do echo "EXPLAIN (ANALYZE, TIMING OFF) $a;"; echo "EXPLAIN (ANALYZE, TIMING OFF) $b;"; done |
+        psql -AtX | sed -n 's/^Execution Time: \([0-9.]*\) ms$/\1/p' | tail -n $((2 * rounds)))
+    echo "$(awk 'NR % 2 == 1' <<<"$times" | median) $(awk 'NR % 2 == 0' <<<"$times" | median)"
 }
 
 # wall_ms SQL...: wall-clock milliseconds of the statements, run in one session (for DDL,
