@@ -11,4 +11,5 @@ pub mod multi_index;
 pub mod nearest;
 pub mod permuted;
 pub mod prefix_bitmap;
+pub mod table_parts;
 pub mod within;

@@ -9,7 +9,7 @@ use pgrx::pg_sys;
 /// Every block of a run: its directories, leaves and NULL rows.
 pub fn run_blocks(index: pg_sys::Relation, run: &Run) -> Vec<u32> {
     let mut blocks = Vec::new();
-    for tree in &run.tables {
+    for tree in &run.trees {
         let mut stack: Vec<u32> = (tree.root != NO_BLOCK)
             .then_some(tree.root)
             .into_iter()

@@ -27,8 +27,9 @@ use super::page::{self, Kind};
 use super::registry::Registry;
 use super::run;
 use crate::support::memory::RowBudget;
-use neardup_core::search::index_page::{children, entries, Dead, Run, Tid, Tree, NO_BLOCK};
+use neardup_core::search::index_page::{children, entries, Dead, Run, Tid, NO_BLOCK};
 use neardup_core::search::prefix_bitmap::PrefixBitmap;
+use neardup_core::search::table_parts::Parts;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
@@ -177,10 +178,15 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
                 let table = &layout.tables()[t];
                 let mut rows = Vec::new();
                 for r in &group {
-                    let tree = r.tables.get(t).unwrap_or_else(|| {
-                        corrupt(format!("run {} has {} tables", r.id, r.tables.len()))
-                    });
-                    let own = check_tree(rel, r, t, tree, |key| table.invert(key));
+                    let parts =
+                        Parts::of_run(r.trees.len(), layout.tables().len()).unwrap_or_else(|| {
+                            corrupt(format!("run {} has {} trees", r.id, r.trees.len()))
+                        });
+                    let mut own = Vec::new();
+                    for i in parts.trees_of(t) {
+                        let keys = parts.range(parts.part_of(i));
+                        own.extend(check_tree(rel, r, i, keys, |key| table.invert(key)));
+                    }
                     if t == 0 && own.len() as u64 != r.rows {
                         corrupt(format!(
                             "run {} has {} rows, the metapage says {}",
@@ -254,21 +260,22 @@ fn heap_lock() -> pg_sys::LOCKMODE {
     lock as pg_sys::LOCKMODE
 }
 
-/// Checks one table of a run: its leaves, in chain order, hold keys in order; its
-/// directory leads to the same leaves in the same order, each under a first key no larger
-/// than the leaf's; the prefix bitmap of a small table's root has the bit of every key.
-/// Returns its rows as (TID, fingerprint), sorted.
+/// Checks tree `t` of a run: its leaves, in chain order, hold keys in order, within `keys`
+/// (its part of the key space); its directory leads to the same leaves in the same order,
+/// each under a first key no larger than the leaf's; the prefix bitmap of a small tree's
+/// root has the bit of every key. Returns its rows as (TID, fingerprint).
 fn check_tree(
     rel: pg_sys::Relation,
     r: &Run,
     t: usize,
-    tree: &Tree,
+    keys: (u64, u64),
     fingerprint: impl Fn(u64) -> u64,
 ) -> Vec<(Tid, u64)> {
+    let tree = &r.trees[t];
     let chain = blocks::chain_blocks(rel, Kind::Table, r.id, tree.first_leaf);
     if chain.len() != tree.leaves as usize {
         corrupt(format!(
-            "run {} table {t}: {} leaves, the metapage says {}",
+            "run {} tree {t}: {} leaves, the metapage says {}",
             r.id,
             chain.len(),
             tree.leaves
@@ -296,7 +303,7 @@ fn check_tree(
         };
         if kids.windows(2).any(|w| w[0].0 > w[1].0) {
             corrupt(format!(
-                "run {} table {t}: directory block {block} out of order",
+                "run {} tree {t}: directory block {block} out of order",
                 r.id
             ));
         }
@@ -310,7 +317,7 @@ fn check_tree(
     }
     if under.iter().map(|&(b, _)| b).ne(chain.iter().copied()) {
         corrupt(format!(
-            "run {} table {t}: the directory and the leaf chain disagree",
+            "run {} tree {t}: the directory and the leaf chain disagree",
             r.id
         ));
     }
@@ -322,7 +329,13 @@ fn check_tree(
         for e in entries(unsafe { page::contents(locked.page()) }) {
             if e.key < previous || e.key < bound {
                 corrupt(format!(
-                    "run {} table {t}: keys out of order at block {block}",
+                    "run {} tree {t}: keys out of order at block {block}",
+                    r.id
+                ));
+            }
+            if e.key < keys.0 || e.key > keys.1 {
+                corrupt(format!(
+                    "run {} tree {t}: a key at block {block} is outside the tree's part of the key space",
                     r.id
                 ));
             }
@@ -331,7 +344,7 @@ fn check_tree(
                 .is_some_and(|p| !PrefixBitmap::may_hold(p, e.key, e.key))
             {
                 corrupt(format!(
-                    "run {} table {t}: a key at block {block} lacks its bit in the root's prefix bitmap",
+                    "run {} tree {t}: a key at block {block} lacks its bit in the root's prefix bitmap",
                     r.id
                 ));
             }

@@ -59,10 +59,18 @@ pub unsafe extern "C-unwind" fn amcostestimate(
                 + probes * pending_rows.max(2.0).log2();
             for run in &m.runs {
                 let layout = meta::layout(&m, run);
-                for (t, tree) in run.tables.iter().enumerate() {
-                    let prefix = layout.tables()[t].prefix_bits as i32;
+                let parts = meta::parts(&layout, run);
+                for (t, table) in layout.tables().iter().enumerate() {
+                    // A probe reads one part of the table (its prefix is in one).
+                    let leaves = run.trees[parts.trees_of(t)]
+                        .iter()
+                        .map(|tree| tree.leaves as f64)
+                        .sum::<f64>()
+                        / parts.count() as f64;
+                    let prefix = table.prefix_bits as i32;
                     let run_rows = run.rows as f64 / 2f64.powi(prefix);
-                    let levels = (tree.leaves.max(1) as f64)
+                    let levels = leaves
+                        .max(1.0)
                         .log(index_page::CHILDREN_PER_PAGE as f64)
                         .ceil()
                         .max(1.0);
@@ -83,7 +91,13 @@ pub unsafe extern "C-unwind" fn amcostestimate(
         let one_table = m
             .runs
             .iter()
-            .map(|r| r.tables.first().map_or(0.0, |t| t.leaves as f64))
+            .map(|r| {
+                let parts = meta::parts(&meta::layout(&m, r), r);
+                r.trees[parts.trees_of(0)]
+                    .iter()
+                    .map(|t| t.leaves as f64)
+                    .sum::<f64>()
+            })
             .sum::<f64>()
             + pending_pages;
         let sort = if ordered {

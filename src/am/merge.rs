@@ -94,9 +94,9 @@ pub fn flush_and_merge_until(index: pg_sys::Relation, stop: &dyn Fn() -> bool) -
     if m.merging != 0 {
         if m.runs.iter().any(|r| r.id == m.merging) {
             // A merge table by table that an ERROR or a crash interrupted after it
-            // published a table: finish it. The pages it had written of the next table
-            // carry the same owner and table as those it is about to write, and would look
-            // in use once that table is published: stamp them free first.
+            // published a tree: finish it. The pages it had written of the next tree carry
+            // the same owner and tree as those it is about to write, and would look in use
+            // once that tree is published: stamp them free first.
             release_unwritten_tables(index, &m);
             if !continue_by_table(index, m.merging, stop) {
                 return false;
@@ -232,7 +232,12 @@ fn merge_while_needed(index: pg_sys::Relation, goal: Goal, stop: &dyn Fn() -> bo
             merge(index, &m, Vec::new(), sealed)
         } else {
             let layout = choose_layout(index, rows);
-            if inputs.iter().all(|r| r.blocks == layout.blocks()) {
+            // Runs of an older format (one tree per table) merge whole, once.
+            let trees = meta::new_trees(&layout);
+            if inputs
+                .iter()
+                .all(|r| r.blocks == layout.blocks() && r.trees.len() == trees)
+            {
                 match merge_by_table(index, &m, &inputs, stop) {
                     Some(finished) => finished,
                     None => return false,
@@ -252,11 +257,11 @@ fn merge_while_needed(index: pg_sys::Relation, goal: Goal, stop: &dyn Fn() -> bo
 /// so the metapage never overflows whatever the options and row counts.
 fn crowded(index: pg_sys::Relation, m: &Meta) -> bool {
     let rows = m.run_rows() + m.pending.row_capacity() + m.sealed.row_capacity();
-    let tables = m
+    let trees = m
         .runs
         .iter()
-        .map(|r| r.tables.len())
-        .chain([choose_layout(index, rows).tables().len()])
+        .map(|r| r.trees.len())
+        .chain([meta::new_trees(&choose_layout(index, rows))])
         .max()
         .unwrap_or(0);
     let mut after = m.clone();
@@ -267,7 +272,7 @@ fn crowded(index: pg_sys::Relation, m: &Meta) -> bool {
             rows: 0,
             nulls_head: NO_BLOCK,
             nulls_pages: 0,
-            tables: vec![Tree::EMPTY; tables],
+            trees: vec![Tree::EMPTY; trees],
         });
         after.merge_inputs.push(0);
     }
@@ -316,7 +321,7 @@ fn merge(index: pg_sys::Relation, m: &Meta, inputs: Vec<Run>, sealed: Option<Lis
         rows,
         nulls_head: 0,
         nulls_pages: 0,
-        tables: vec![Tree::EMPTY; layout.tables().len()],
+        trees: vec![Tree::EMPTY; meta::new_trees(&layout)],
     });
     if !meta::fits(&after) {
         return false;
@@ -385,12 +390,13 @@ fn merge(index: pg_sys::Relation, m: &Meta, inputs: Vec<Run>, sealed: Option<Lis
     true
 }
 
-/// Merges runs of one layout table by table: each table of the new run is a streaming merge
-/// of the inputs' same table (already sorted: no sort, a page per input in memory), and is
-/// published as soon as it is written, the inputs' copies of it becoming garbage. Lookups
-/// stay exact in between: each table of each row is in exactly one run, and a lookup
-/// reports a row only from its owner table. Between tables, a pending list past its limit
-/// is written as a run, so that inserts do not wait for the whole merge.
+/// Merges runs of one layout table by table, and each table part by part (`table_parts`):
+/// each tree of the new run is a streaming merge of the inputs' same tree (already sorted:
+/// no sort, a page per input in memory), and is published as soon as it is written, the
+/// inputs' copies of it becoming garbage. Lookups stay exact in between: each key of each
+/// table of each row is in exactly one run's tree, and a lookup reports a row only from its
+/// owner table. Between trees, a pending list past its limit is written as a run, so that
+/// inserts do not wait for the whole merge.
 /// Returns whether it ran (false: no room in the metapage), or `None` if `stop` stopped it
 /// between tables.
 fn merge_by_table(
@@ -402,7 +408,7 @@ fn merge_by_table(
     let mut after = m.clone();
     after.merge_inputs = inputs.iter().map(|r| r.id).collect();
     after.runs.push(Run {
-        tables: vec![Tree::EMPTY; inputs[0].tables.len()],
+        trees: vec![Tree::EMPTY; inputs[0].trees.len()],
         ..inputs[0].clone()
     });
     if !meta::fits(&after) {
@@ -417,8 +423,9 @@ fn merge_by_table(
     continue_by_table(index, id, stop).then_some(true)
 }
 
-/// Writes and publishes the tables the merge `id` (recorded in the metapage) has not
-/// written yet; false if `stop` stopped it between two tables.
+/// Writes and publishes the trees the merge `id` (recorded in the metapage) has not written
+/// yet, one at a time (each a part of a table: `table_parts`); false if `stop` stopped it
+/// between two trees.
 fn continue_by_table(index: pg_sys::Relation, id: u32, stop: &dyn Fn() -> bool) -> bool {
     loop {
         let m = meta::read(index);
@@ -427,8 +434,8 @@ fn continue_by_table(index: pg_sys::Relation, id: u32, stop: &dyn Fn() -> bool) 
             .iter()
             .filter(|r| m.merge_inputs.contains(&r.id))
             .collect();
-        let tables = inputs.first().map_or(0, |r| r.tables.len());
-        let next = (0..tables).find(|&t| inputs.iter().any(|r| r.tables[t] != Tree::EMPTY));
+        let trees = inputs.first().map_or(0, |r| r.trees.len());
+        let next = (0..trees).find(|&t| inputs.iter().any(|r| r.trees[t] != Tree::EMPTY));
         let started = m.runs.iter().any(|r| r.id == id);
         let Some(t) = next.filter(|_| !inputs.is_empty()) else {
             meta::update(index, |m| {
@@ -438,13 +445,18 @@ fn continue_by_table(index: pg_sys::Relation, id: u32, stop: &dyn Fn() -> bool) 
             });
             return true;
         };
+        // The trees of table 0 carry the rows' count: each moves its rows to the new run.
+        let parts = meta::parts(&meta::layout(&m, inputs[0]), inputs[0]);
+        let table_zero = parts.table_of(t) == 0;
         let mut out = PageWriter::for_merge(index);
         let mut tree = run::TreeWriter::new(id, t as u16);
         // Counted, not taken from the inputs' counts (see `run::write_run`).
         let mut written = 0u64;
-        run::merge_sorted(index, &inputs, t, |key, tid| {
+        let mut moved = vec![0u64; inputs.len()];
+        run::merge_sorted(index, &inputs, t, |input, key, tid| {
             tree.push(&mut out, key, tid);
             written += 1;
+            moved[input] += 1;
         });
         let tree = tree.finish(&mut out);
         let nulls = (!started).then(|| {
@@ -454,7 +466,7 @@ fn continue_by_table(index: pg_sys::Relation, id: u32, stop: &dyn Fn() -> bool) 
             }
             run::write_nulls(&mut out, id, &nulls)
         });
-        // What each input gives up: its table t, and with the first table its NULL rows.
+        // What each input gives up: its tree t, and with the first tree its NULL rows.
         let retired: Vec<Dead> = inputs
             .iter()
             .map(|r| {
@@ -462,26 +474,38 @@ fn continue_by_table(index: pg_sys::Relation, id: u32, stop: &dyn Fn() -> bool) 
                     rows: 0,
                     nulls_head: NO_BLOCK,
                     nulls_pages: 0,
-                    tables: vec![Tree::EMPTY; r.tables.len()],
+                    trees: vec![Tree::EMPTY; r.trees.len()],
                     ..(*r).clone()
                 };
-                retired.tables[t] = r.tables[t];
+                retired.trees[t] = r.trees[t];
                 if nulls.is_some() {
                     retired.nulls_head = r.nulls_head;
                     retired.nulls_pages = r.nulls_pages;
                 }
                 retired
             })
-            .filter(|r| r.tables[t] != Tree::EMPTY || r.nulls_head != NO_BLOCK)
+            .filter(|r| r.trees[t] != Tree::EMPTY || r.nulls_head != NO_BLOCK)
             .map(Dead::Run)
             .collect();
+        let moved: Vec<(u32, u64)> = inputs.iter().map(|r| r.id).zip(moved).collect();
         registry::publish(index, retired, Vec::new(), |m| {
             let merging = m.merge_inputs.clone();
             for r in m.runs.iter_mut().filter(|r| merging.contains(&r.id)) {
-                r.tables[t] = Tree::EMPTY;
+                r.trees[t] = Tree::EMPTY;
+                if table_zero {
+                    let gone = moved.iter().find(|x| x.0 == r.id).map_or(0, |x| x.1);
+                    r.rows = r.rows.saturating_sub(gone);
+                    if r.trees[parts.trees_of(0)]
+                        .iter()
+                        .all(|tree| *tree == Tree::EMPTY)
+                    {
+                        // Its table 0 is all in the new run now: none of its rows is left,
+                        // whatever a VACUUM stopped halfway left in its count.
+                        r.rows = 0;
+                    }
+                }
                 if nulls.is_some() {
-                    // The rows (and NULL rows) move to the new run with its first table.
-                    r.rows = 0;
+                    // The NULL rows move to the new run with its first tree.
                     r.nulls_head = NO_BLOCK;
                     r.nulls_pages = 0;
                 }
@@ -495,20 +519,23 @@ fn continue_by_table(index: pg_sys::Relation, id: u32, stop: &dyn Fn() -> bool) 
                 m.runs.push(Run {
                     id,
                     blocks,
-                    rows: written,
+                    rows: 0,
                     nulls_head,
                     nulls_pages,
-                    tables: vec![Tree::EMPTY; tables],
+                    trees: vec![Tree::EMPTY; trees],
                 });
             }
             if let Some(r) = m.runs.iter_mut().find(|r| r.id == id) {
-                r.tables[t] = tree;
+                r.trees[t] = tree;
+                if table_zero {
+                    r.rows += written;
+                }
             }
             m.runs.sort_by_key(|r| std::cmp::Reverse(r.rows));
         });
         pause::at("merge_table");
-        // The inputs' copies of the table are reused at once for the next table when no
-        // scan can read them: the index needs room for one more table, not one more run.
+        // The inputs' copies of the tree are reused at once for the next tree when no scan
+        // can read them: the index needs room for one more tree, not one more run.
         registry::recycle(index);
         flush_pending_past_limit(index);
         if stop() {
@@ -546,14 +573,13 @@ fn in_memory_table(
     let table = &layout.tables()[t];
     let mut rows: Vec<(u64, Tid)> = Vec::new();
     for r in inputs {
+        let own = meta::layout(m, r);
+        let parts = meta::parts(&own, r);
         if r.blocks == layout.blocks() {
-            run::for_each_entry(index, r.id, &r.tables[t], |e: Entry| {
-                rows.push((e.key, e.tid))
-            });
+            run::for_each_table_entry(index, r, parts, t, |e: Entry| rows.push((e.key, e.tid)));
         } else {
-            let own = meta::layout(m, r);
             let first = &own.tables()[0];
-            run::for_each_entry(index, r.id, &r.tables[0], |e: Entry| {
+            run::for_each_table_entry(index, r, parts, 0, |e: Entry| {
                 rows.push((table.apply(first.invert(e.key)), e.tid))
             });
         }
@@ -575,7 +601,7 @@ fn for_each_row(
     for r in inputs {
         let own = meta::layout(m, r);
         let first = &own.tables()[0];
-        run::for_each_entry(index, r.id, &r.tables[0], |e| {
+        run::for_each_table_entry(index, r, meta::parts(&own, r), 0, |e| {
             emit(first.invert(e.key), e.tid)
         });
     }
@@ -622,8 +648,8 @@ fn reusable_blocks(index: pg_sys::Relation) -> std::ops::Range<u32> {
     REGISTRY_BLOCK + 1..blocks
 }
 
-/// Frees the pages of the run `meta.merging` in tables it has not published (what an
-/// interrupted merge table by table had written of its next table), stamping each as free
+/// Frees the pages of the run `meta.merging` in trees it has not published (what an
+/// interrupted merge table by table had written of its next tree), stamping each as free
 /// (a WAL-logged page image) so that it cannot pass for a page of the table once written.
 fn release_unwritten_tables(index: pg_sys::Relation, meta: &Meta) {
     let Some(run) = meta.runs.iter().find(|r| r.id == meta.merging) else {
@@ -637,9 +663,9 @@ fn release_unwritten_tables(index: pg_sys::Relation, meta: &Meta) {
         // SAFETY: a locked page of the index.
         let unwritten = unsafe {
             !page::is_new(locked.page()) && {
-                let (owner, table) = page::usage(locked.page());
+                let (owner, tree) = page::usage(locked.page());
                 owner == run.id
-                    && table.is_some_and(|t| run.tables.get(t as usize) == Some(&Tree::EMPTY))
+                    && tree.is_some_and(|t| run.trees.get(t as usize) == Some(&Tree::EMPTY))
             }
         };
         if unwritten {

@@ -1,8 +1,9 @@
 //! Reading and writing the metapage (block 0).
 
 use super::page::{self, Kind, Locked, Xlog, META_BLOCK};
-use neardup_core::search::index_page::{Meta, Run};
+use neardup_core::search::index_page::{Meta, Run, VERSION};
 use neardup_core::search::permuted::Layout;
+use neardup_core::search::table_parts::Parts;
 use pgrx::pg_sys;
 
 /// A copy of the metapage, read under a share lock that is released on return.
@@ -30,14 +31,13 @@ pub unsafe fn decode(page: pg_sys::Page) -> Meta {
         let version = contents
             .get(4..8)
             .map(|v| u32::from_le_bytes(v.try_into().expect("4 bytes")));
-        if version.is_some_and(|v| v != neardup_core::search::index_page::VERSION) {
+        if version.is_some_and(|v| !(OLDEST_IN_PLACE..=VERSION).contains(&v)) {
             pgrx::ereport!(
                 ERROR,
                 pgrx::PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
                 format!(
-                    "hamming index has format {}, this build of neardup reads format {}",
+                    "hamming index has format {}, this build of neardup reads formats {OLDEST_IN_PLACE} to {VERSION}",
                     version.unwrap_or(0),
-                    neardup_core::search::index_page::VERSION
                 ),
                 "REINDEX the index (ALTER EXTENSION neardup UPDATE rebuilds every hamming index)."
             );
@@ -45,6 +45,11 @@ pub unsafe fn decode(page: pg_sys::Page) -> Meta {
         Meta::read(contents).unwrap_or_else(|e| pgrx::error!("{}", e.0))
     }
 }
+
+/// The oldest format read in place: format 3 (0.3.0 to 0.6.0) is format 4 with one tree per
+/// table, and takes format 4 at its next change of the metapage; its runs keep one tree per
+/// table until a merge replaces them.
+const OLDEST_IN_PLACE: u32 = 3;
 
 /// Writes `meta` into `page` (an initialised metapage or a GenericXLog copy of one).
 ///
@@ -88,4 +93,27 @@ pub fn update(index: pg_sys::Relation, change: impl FnOnce(&mut Meta)) -> Meta {
         xlog.finish();
         m
     }
+}
+
+/// The parts each table of `run` is stored in (see `table_parts`); ERROR if its trees do not
+/// fit its layout.
+pub fn parts(layout: &Layout, run: &Run) -> Parts {
+    Parts::of_run(run.trees.len(), layout.tables().len()).unwrap_or_else(|| {
+        pgrx::error!(
+            "hamming index metapage: run {} has {} trees for {} tables",
+            run.id,
+            run.trees.len(),
+            layout.tables().len()
+        )
+    })
+}
+
+/// The parts each table of a run written now with `layout` is stored in.
+pub fn new_parts(layout: &Layout) -> Parts {
+    Parts::for_tables(layout.tables().len())
+}
+
+/// The trees a run written now with `layout` has.
+pub fn new_trees(layout: &Layout) -> usize {
+    layout.tables().len() * new_parts(layout).count()
 }

@@ -15,6 +15,7 @@ use neardup_core::search::index_page::{
 };
 use neardup_core::search::permuted::Layout;
 use neardup_core::search::prefix_bitmap::{PrefixBitmap, CHILDREN_BESIDE_BITMAP};
+use neardup_core::search::table_parts::Parts;
 use pgrx::pg_sys;
 
 /// Where new pages come from and how they reach the WAL.
@@ -306,7 +307,7 @@ pub fn write_nulls(out: &mut PageWriter, owner: u32, nulls: &[Tid]) -> (u32, u32
 }
 
 /// Writes a run: table `t` of `layout` from `sorted(t, emit)`, which emits its (permuted
-/// key, TID) in order, and the NULL rows.
+/// key, TID) in order, as the trees of its parts (`table_parts`), and the NULL rows.
 pub fn write_run(
     out: &mut PageWriter,
     id: u32,
@@ -314,17 +315,26 @@ pub fn write_run(
     nulls: &[Tid],
     mut sorted: impl FnMut(usize, &mut dyn FnMut(u64, Tid)),
 ) -> Run {
+    let parts = meta::new_parts(layout);
     let mut rows = 0;
-    let tables = (0..layout.tables().len())
-        .map(|t| {
-            let mut tree = TreeWriter::new(id, t as u16);
-            sorted(t, &mut |key, tid| {
-                tree.push(out, key, tid);
-                rows += u64::from(t == 0);
-            });
-            tree.finish(out)
-        })
-        .collect();
+    let mut trees = Vec::with_capacity(meta::new_trees(layout));
+    for t in 0..layout.tables().len() {
+        let mut part = 0;
+        let mut tree = TreeWriter::new(id, parts.trees_of(t).start as u16);
+        sorted(t, &mut |key, tid| {
+            while parts.of_key(key) > part {
+                let next = TreeWriter::new(id, tree.table + 1);
+                trees.push(std::mem::replace(&mut tree, next).finish(out));
+                part += 1;
+            }
+            tree.push(out, key, tid);
+            rows += u64::from(t == 0);
+        });
+        trees.push(tree.finish(out));
+        for _ in part + 1..parts.count() {
+            trees.push(Tree::EMPTY);
+        }
+    }
     let (nulls_head, nulls_pages) = write_nulls(out, id, nulls);
     Run {
         id,
@@ -334,7 +344,7 @@ pub fn write_run(
         rows,
         nulls_head,
         nulls_pages,
-        tables,
+        trees,
     }
 }
 
@@ -397,6 +407,20 @@ pub fn for_each_entry(
     });
 }
 
+/// Calls `emit` with every entry of table `t` of `run`, whose tables are in `parts`: its
+/// trees one after the other, in key order.
+pub fn for_each_table_entry(
+    index: pg_sys::Relation,
+    run: &Run,
+    parts: Parts,
+    t: usize,
+    mut emit: impl FnMut(Entry),
+) {
+    for tree in &run.trees[parts.trees_of(t)] {
+        for_each_entry(index, run.id, tree, &mut emit);
+    }
+}
+
 /// Calls `emit` with every entry of a chain of pending pages owned by `owner`.
 pub fn for_each_pending(
     index: pg_sys::Relation,
@@ -416,13 +440,14 @@ pub fn for_each_pending(
     }
 }
 
-/// Calls `emit` with the entries of table `t` of every input run in key order: a merge of
-/// the sorted leaf chains, holding one page of each in memory (and no buffer lock).
+/// Calls `emit` with the entries of tree `t` of every input run in key order, each with the
+/// index of its input: a merge of the sorted leaf chains, holding one page of each in memory
+/// (and no buffer lock).
 pub fn merge_sorted(
     index: pg_sys::Relation,
     inputs: &[&Run],
     t: usize,
-    mut emit: impl FnMut(u64, Tid),
+    mut emit: impl FnMut(usize, u64, Tid),
 ) {
     struct Cursor {
         owner: u32,
@@ -452,7 +477,7 @@ pub fn merge_sorted(
         .iter()
         .map(|r| Cursor {
             owner: r.id,
-            next: r.tables[t].first_leaf,
+            next: r.trees[t].first_leaf,
             page: Vec::new(),
             at: 0,
         })
@@ -473,7 +498,7 @@ pub fn merge_sorted(
         else {
             return;
         };
-        emit(head.0, head.1);
+        emit(i, head.0, head.1);
         emitted = emitted.wrapping_add(1);
         if emitted.is_multiple_of(65536) {
             pgrx::check_for_interrupts!();

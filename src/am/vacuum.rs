@@ -6,7 +6,7 @@
 //! others, and the next one must still find the leftovers before their TIDs are reused.
 //! Pages are compacted in place, each in its own WAL record; sorted order is kept, so
 //! lookups stay valid throughout, and a run's row count in the metapage goes down in the
-//! record that removes the rows from its table 0.
+//! record that removes the rows from its table 0 (from one of that table's trees).
 //!
 //! It does not hold the merge lock while it works, so inserts and merges go on. A merge
 //! that read an input page before VACUUM cleaned it copies dead entries into its new run;
@@ -44,11 +44,13 @@ const ROUNDS_UNLOCKED: u32 = 8;
 /// changes when it publishes a new one.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 enum Chain {
-    /// The leaves of table `table` of run `owner`, from `first_leaf`.
+    /// The leaves of tree `tree` of run `owner`, from `first_leaf`; `counts_rows` if the
+    /// tree is a part of table 0, whose entries the run's row count counts.
     Table {
         owner: u32,
-        table: u16,
+        tree: u16,
         first_leaf: u32,
+        counts_rows: bool,
     },
     /// The NULL rows of run `owner`.
     Nulls { owner: u32, head: u32 },
@@ -61,12 +63,14 @@ enum Chain {
 fn chains(m: &Meta) -> Vec<Chain> {
     let mut out = Vec::new();
     for r in &m.runs {
-        for (t, tree) in r.tables.iter().enumerate() {
+        let parts = meta::parts(&meta::layout(m, r), r);
+        for (t, tree) in r.trees.iter().enumerate() {
             if tree.first_leaf != NO_BLOCK {
                 out.push(Chain::Table {
                     owner: r.id,
-                    table: t as u16,
+                    tree: t as u16,
                     first_leaf: tree.first_leaf,
+                    counts_rows: parts.table_of(t) == 0,
                 });
             }
         }
@@ -238,14 +242,10 @@ fn compact_chain(
     let (kind, owner, head, counted) = match chain {
         Chain::Table {
             owner,
-            table,
             first_leaf,
-        } => (
-            Kind::Table,
-            owner,
-            first_leaf,
-            (table == 0).then_some(owner),
-        ),
+            counts_rows,
+            ..
+        } => (Kind::Table, owner, first_leaf, counts_rows.then_some(owner)),
         Chain::Nulls { owner, head } => (Kind::Pending, owner, head, None),
         Chain::List { id, head } => (Kind::Pending, id, head, None),
     };
@@ -265,8 +265,8 @@ fn compact_chain(
 }
 
 /// Removes the entries `dead` names from one page, if it is still a page of `kind` owned by
-/// `owner`; returns how many remain, how many went, and the next block. For a page of
-/// table 0 of run `counted`, the run's row count in the metapage goes down in the same WAL
+/// `owner`; returns how many remain, how many went, and the next block. For a page of a
+/// tree of table 0 of run `counted`, the run's row count in the metapage goes down in the same WAL
 /// record, so that it stays true if VACUUM stops halfway.
 fn compact(
     index: pg_sys::Relation,

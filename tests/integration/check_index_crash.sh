@@ -424,14 +424,15 @@ echo "check_index_crash: merge $merge had written $written pages by the crash; a
 if ((inputs == 0)); then
     [[ $left == 0 ]] || fail "[$STAGE] $left of the $written pages of the unpublished run $merge are not in the free space map"
 else
-    # The merge finished as run $merge: its tables hold the same rows, so as many leaves
-    # each (pages are filled whole). More leaves in one table are the copy of it the crash
-    # interrupted, which nothing refers to and the free space map does not have.
-    leaves=$(q -c "SELECT string_agg(tbl || ':' || n, ' ' ORDER BY tbl) FROM (SELECT tbl, count(*) AS n
+    # The merge finished as run $merge: each of its trees has in use exactly the leaves the
+    # metapage counts. More are the copy of the tree the crash interrupted, which nothing
+    # refers to and the free space map does not have.
+    leaves=$(q -c "SELECT string_agg(tbl || ':' || coalesce(n, 0) || '/' || m.leaves, ' ' ORDER BY tbl)
+        FROM run_tree_leaves('ingest_fp', $merge) m LEFT JOIN (SELECT tbl, count(*) AS n
         FROM page_owners('ingest_fp') p WHERE owner = $merge AND kind = 2 AND pg_freespace('ingest_fp', p.blkno) = 0
-        GROUP BY tbl) s")
-    [[ $(tr ' ' '\n' <<<"$leaves" | cut -d: -f2 | sort -u | wc -l) == 1 ]] ||
-        fail "[$STAGE] the leaves of run $merge per table (table:pages) are $leaves: pages of the table the crash interrupted are neither in use nor free"
+        GROUP BY tbl) s USING (tbl) WHERE coalesce(n, 0) <> m.leaves")
+    [[ -z $leaves ]] ||
+        fail "[$STAGE] the leaves of run $merge in use / counted per tree (tree:in use/counted) are $leaves: pages of the tree the crash interrupted are neither in use nor free"
 fi
 compare ingest ingest_fp
 

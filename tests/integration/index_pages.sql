@@ -15,7 +15,8 @@ $$ SELECT CASE WHEN page_u32(p, 24) = x'4E445550'::bigint THEN page_u32(p, 24 + 
    FROM get_raw_page(idx::text, 0) p $$;
 
 -- Each page's special space (NULL for a new page): its owner (the id of its run or list),
--- its kind (2: leaf of a table, 3: pending or NULL rows, 4: directory) and its table.
+-- its kind (2: leaf of a table, 3: pending or NULL rows, 4: directory) and its tree (the
+-- index of its tree in its run's trees, which are its tables' parts).
 CREATE FUNCTION page_owners(idx regclass) RETURNS TABLE (blkno bigint, owner bigint, kind int, tbl int)
 LANGUAGE sql AS
 $$ SELECT b, CASE WHEN h.upper <> 0 THEN page_u32(p, h.special + 4) END,
@@ -37,4 +38,26 @@ BEGIN
         at := at + 28 + 12 * page_u32(p, at + 24)::int;
     END LOOP;
     RETURN array_to_string(runs, '+') || ' p' || ((page_u32(p, 24 + 28) + page_u32(p, 24 + 44)) * 582);
+END $$;
+
+-- The leaves of each tree of run `run` as the metapage counts them (a run's trees are its
+-- tables' parts: see core/src/search/table_parts.rs); no row if no run has that id.
+CREATE FUNCTION run_tree_leaves(idx regclass, run bigint) RETURNS TABLE (tbl int, leaves bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    p bytea := get_raw_page(idx::text, 0);
+    at int := 24 + 68 + 4 * page_u32(p, 24 + 52) + 4 * page_u32(p, 24 + 56);
+    trees int;
+BEGIN
+    FOR i IN 1 .. page_u32(p, 24 + 60) LOOP
+        trees := page_u32(p, at + 24);
+        IF page_u32(p, at) = run THEN
+            FOR t IN 0 .. trees - 1 LOOP
+                tbl := t;
+                leaves := page_u32(p, at + 28 + 12 * t + 8);
+                RETURN NEXT;
+            END LOOP;
+        END IF;
+        at := at + 28 + 12 * trees;
+    END LOOP;
 END $$;

@@ -15,8 +15,9 @@
 //!  +-----------------+----------------------------------+-------+--------------------+
 //!  | PageHeaderData  | contents (grows up to pd_lower)   | free  | special: PageTail  |
 //!  +-----------------+----------------------------------+-------+--------------------+
-//!  (PageTail: next block, owner id, kind, table; the owner is the id of the run or list
-//!  the page belongs to, so that a page reused by another one is recognised)
+//!  (PageTail: next block, owner id, kind, tree; the owner is the id of the run or list
+//!  the page belongs to, so that a page reused by another one is recognised; the tree is
+//!  the index of a run page's tree in its run's trees)
 //!
 //!  metapage (block 0) contents: Meta, little-endian
 //!  +-------+---------+--------------+---------+---------------+---------------+
@@ -34,8 +35,10 @@
 //!  and moves format 2's there at its first merge)
 //!  List:    id u32 | head u32 | tail u32 | pages u32      (id 0: no list)
 //!  Run:     id u32 | blocks u32 | rows u64 | nulls head u32 | nulls pages u32 |
-//!           tables u32 | Tree × tables
+//!           trees u32 | Tree × trees
 //!  Tree:    root u32 | first leaf u32 | leaves u32
+//!  (a run's trees are its tables' parts, table by table: see `table_parts`; format 3
+//!  and older store one tree per table)
 //!  Garbage: since u64 (full transaction id) | what u32 (1 run, 2 list) | Run or List
 //!
 //!  registry page (block 1, and the pages chained after it) contents: packed Garbage
@@ -67,9 +70,10 @@
 
 pub const MAGIC: u32 = 0x4E44_5550; // "NDUP"
 /// The format written. Format 3 keeps garbage in registry pages (block 1 was an empty
-/// "interlock" page in format 2); a format 2 index is read as it is and becomes format 3
-/// at its first change of the metapage.
-pub const VERSION: u32 = 3;
+/// "interlock" page in format 2); format 4 stores a run's table as several trees
+/// (`table_parts`), which older builds would read as more tables. An older index is read
+/// as it is and takes the format written at its first change of the metapage.
+pub const VERSION: u32 = 4;
 /// The oldest format this build reads.
 pub const OLDEST_READABLE: u32 = 2;
 pub const ENTRY_SIZE: usize = 14;
@@ -262,7 +266,8 @@ pub struct Run {
     /// The chain of pending pages holding the rows whose fingerprint is NULL.
     pub nulls_head: u32,
     pub nulls_pages: u32,
-    pub tables: Vec<Tree>,
+    /// Each table's trees, table by table (`table_parts`).
+    pub trees: Vec<Tree>,
 }
 
 /// A chain of pending pages (`head`/`tail` are `NO_BLOCK` when it has none).
@@ -347,7 +352,7 @@ impl Garbage {
 }
 
 fn run_len(r: &Run) -> usize {
-    28 + 12 * r.tables.len()
+    28 + 12 * r.trees.len()
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -410,12 +415,12 @@ impl Meta {
 
     /// Whether a page owned by `owner` is in use: it belongs to a pending list, to the run
     /// being written, or to a run or garbage (the metapage's, or `registry`) that still has
-    /// the page's table (`Some(t)` for a leaf or directory page) or NULL rows (`None` for a
+    /// the page's tree (`Some(t)` for a leaf or directory page) or NULL rows (`None` for a
     /// pending page). Anything else is free, whatever the free space map says.
-    pub fn in_use(&self, registry: &[Garbage], owner: u32, table: Option<u16>) -> bool {
-        let run_has = |r: &Run| match table {
+    pub fn in_use(&self, registry: &[Garbage], owner: u32, tree: Option<u16>) -> bool {
+        let run_has = |r: &Run| match tree {
             Some(t) => r
-                .tables
+                .trees
                 .get(t as usize)
                 .is_some_and(|tree| tree.root != NO_BLOCK),
             None => r.nulls_head != NO_BLOCK,
@@ -556,8 +561,8 @@ impl Writer<'_> {
         self.u64(r.rows);
         self.u32(r.nulls_head);
         self.u32(r.nulls_pages);
-        self.u32(r.tables.len() as u32);
-        for t in &r.tables {
+        self.u32(r.trees.len() as u32);
+        for t in &r.trees {
             for v in [t.root, t.first_leaf, t.leaves] {
                 self.u32(v);
             }
@@ -605,11 +610,12 @@ impl Reader<'_> {
     fn run(&mut self) -> Result<Run, MetaError> {
         let (id, blocks, rows) = (self.u32()?, self.u32()?, self.u64()?);
         let (nulls_head, nulls_pages) = (self.u32()?, self.u32()?);
-        let tables = self.u32()?;
-        if tables as usize > crate::search::permuted::MAX_TABLES {
-            return Err(MetaError(format!("a run with {tables} tables")));
+        let trees = self.u32()?;
+        let most = crate::search::permuted::MAX_TABLES * crate::search::table_parts::MAX_PARTS;
+        if trees as usize > most {
+            return Err(MetaError(format!("a run with {trees} trees")));
         }
-        let tables = (0..tables)
+        let trees = (0..trees)
             .map(|_| {
                 Ok(Tree {
                     root: self.u32()?,
@@ -624,7 +630,7 @@ impl Reader<'_> {
             rows,
             nulls_head,
             nulls_pages,
-            tables,
+            trees,
         })
     }
 }
@@ -714,13 +720,13 @@ mod tests {
 
     #[test]
     fn meta_round_trips_and_rejects_garbage() {
-        let run = |id: u32, tables: u32| Run {
+        let run = |id: u32, trees: u32| Run {
             id,
             blocks: 4,
             rows: 1000 * id as u64,
             nulls_head: NO_BLOCK,
             nulls_pages: 0,
-            tables: (0..tables)
+            trees: (0..trees)
                 .map(|t| Tree {
                     root: 10 * id + t,
                     first_leaf: 100 * id + t,
@@ -729,7 +735,7 @@ mod tests {
                 .collect(),
         };
         let mut m = Meta::new(3);
-        m.runs = vec![run(7, 4), run(9, 10)];
+        m.runs = vec![run(7, 16), run(9, 10)];
         m.pending = List {
             id: 12,
             head: 41,
@@ -758,9 +764,11 @@ mod tests {
         assert!(Meta::read(&[0u8; 64]).is_err());
         assert!(Meta::read(&buf[..30]).is_err());
 
-        // Format 2 reads the same, and format 1 is refused.
-        buf[4..8].copy_from_slice(&2u32.to_le_bytes());
-        assert_eq!(Meta::read(&buf), Ok(m.clone()));
+        // Formats 2 and 3 read the same, and format 1 is refused.
+        for older in [2u32, 3] {
+            buf[4..8].copy_from_slice(&older.to_le_bytes());
+            assert_eq!(Meta::read(&buf), Ok(m.clone()));
+        }
         buf[4..8].copy_from_slice(&1u32.to_le_bytes());
         assert!(Meta::read(&buf).unwrap_err().0.contains("REINDEX"));
 
@@ -789,7 +797,7 @@ mod tests {
             rows: 10,
             nulls_head: NO_BLOCK,
             nulls_pages: 0,
-            tables: vec![Tree::EMPTY, tree(8), tree(9), tree(10)],
+            trees: vec![Tree::EMPTY, tree(8), tree(9), tree(10)],
         }];
         m.garbage = vec![Garbage {
             since: 1,

@@ -8,6 +8,7 @@ use crate::am::registry;
 use crate::am::run;
 use neardup_core::search::index_page::{Entry, Meta, Run, Tid};
 use neardup_core::search::permuted::{Layout, SortedTables};
+use neardup_core::search::table_parts::Parts;
 use neardup_core::search::within;
 use pgrx::pg_sys;
 use std::collections::HashMap;
@@ -144,6 +145,8 @@ pub struct ScanCache {
     pub meta: Meta,
     /// The layout of each run.
     pub layouts: Vec<Layout>,
+    /// The parts each run's tables are stored in.
+    pub parts: Vec<Parts>,
     pub pending: Option<PendingRows>,
     /// The rows of the small runs, read whole and sorted once lookups are many (see
     /// `SMALL_RUN_ROWS`).
@@ -188,11 +191,18 @@ impl ScanCache {
     fn new(index: pg_sys::Relation) -> ScanCache {
         let pin = registry::pin(index);
         let meta = meta::read(index);
-        let layouts = meta.runs.iter().map(|r| meta::layout(&meta, r)).collect();
+        let layouts: Vec<Layout> = meta.runs.iter().map(|r| meta::layout(&meta, r)).collect();
+        let parts = meta
+            .runs
+            .iter()
+            .zip(&layouts)
+            .map(|(r, layout)| meta::parts(layout, r))
+            .collect();
         ScanCache {
             pin,
             meta,
             layouts,
+            parts,
             pending: None,
             small_runs: None,
             lookups: 0,
@@ -262,11 +272,10 @@ fn read_small_runs(index: pg_sys::Relation, meta: &Meta, layouts: &[Layout]) -> 
     for (run, layout) in meta.runs.iter().zip(layouts) {
         if compared_from_memory(meta, run) {
             let table = &layout.tables()[0];
-            if let Some(tree) = run.tables.first() {
-                run::for_each_entry(index, run.id, tree, |e: Entry| {
-                    rows.push((Some(table.invert(e.key)), e.tid))
-                });
-            }
+            let parts = meta::parts(layout, run);
+            run::for_each_table_entry(index, run, parts, 0, |e: Entry| {
+                rows.push((Some(table.invert(e.key)), e.tid))
+            });
         }
     }
     let mut small = PendingRows::new(rows, meta.max_distance);

@@ -4,8 +4,9 @@
 //! which table of which run, which leaf) and goes on from there.
 //!
 //! A *probe* is a center and a radius within max_distance: in every permuted table of every
-//! run, the entries sharing the permuted center's leading blocks (a descent of the table's
-//! directory to the first leaf that may hold them, then the leaves in order), checked for
+//! run, the entries sharing the permuted center's leading blocks (a descent of the directory
+//! of the table's part that holds them, to the first leaf that may hold them, then the
+//! leaves in order), checked for
 //! distance (exact by the pigeonhole argument, see `neardup_core::search::permuted`); then the
 //! pending rows and, from a scan's second probe on, the rows of the small runs, both from
 //! memory. A ball makes one probe, a batch one per center (a row near several centers is
@@ -38,10 +39,10 @@ enum Probes {
 /// A place rows come from.
 #[derive(Clone, Copy)]
 enum Source {
-    /// Table `table` of run `run` (positions in the scan's metapage), within the probe.
-    Table { run: usize, table: usize },
-    /// All of table 0 of run `run`.
-    WholeTable { run: usize },
+    /// Tree `tree` of run `run` (positions in the scan's metapage), within the probe.
+    Table { run: usize, tree: usize },
+    /// All of tree `tree` (a part of table 0) of run `run`.
+    WholeTable { run: usize, tree: usize },
     /// The NULL rows of run `run`.
     Nulls { run: usize },
     /// The pending rows (from memory).
@@ -129,8 +130,14 @@ impl Matches {
                 if self.probes_started > 0 {
                     return false;
                 }
+                let parts = &cache.parts;
                 self.sources = (0..runs)
-                    .flat_map(|run| [Source::WholeTable { run }, Source::Nulls { run }])
+                    .flat_map(|run| {
+                        parts[run]
+                            .trees_of(0)
+                            .map(move |tree| Source::WholeTable { run, tree })
+                            .chain([Source::Nulls { run }])
+                    })
                     .chain([Source::Pending])
                     .collect();
                 (0, 0)
@@ -153,7 +160,7 @@ impl Matches {
                 .enumerate()
                 .filter(|(_, r)| !(small_in_memory && compared_from_memory(meta, r)))
                 .flat_map(|(run, r)| {
-                    (0..r.tables.len()).map(move |table| Source::Table { run, table })
+                    (0..r.trees.len()).map(move |tree| Source::Table { run, tree })
                 })
                 .chain([Source::Pending])
                 .chain(small_in_memory.then_some(Source::SmallRuns))
@@ -205,16 +212,21 @@ impl Matches {
     ) -> bool {
         let (center, radius) = (self.center, self.radius);
         match self.sources[self.source] {
-            Source::Table { run, table } => {
+            Source::Table { run, tree } => {
                 let owner = cache.meta.runs[run].id;
                 let layout = &cache.layouts[run];
+                let table = cache.parts[run].table_of(tree);
                 let permutation = &layout.tables()[table];
                 let q = permutation.apply(center);
                 let (lo, hi) = permutation.prefix_range(q);
+                // The keys of the prefix that this part of the table holds.
+                let Some((lo, hi)) = cache.parts[run].clip(tree, lo, hi) else {
+                    return true;
+                };
                 let block = match self.next {
                     Some(block) => block,
                     None => {
-                        let tree = &cache.meta.runs[run].tables[table];
+                        let tree = &cache.meta.runs[run].trees[tree];
                         let directory = &mut cache.directory;
                         if tree.root != NO_BLOCK {
                             let root = DirectoryPage::cached(directory, index, tree.root, owner);
@@ -255,12 +267,10 @@ impl Matches {
                 });
                 self.continue_at(more, next)
             }
-            Source::WholeTable { run } => {
+            Source::WholeTable { run, tree } => {
                 let r = &cache.meta.runs[run];
                 let permutation = &cache.layouts[run].tables()[0];
-                let Some(block) = self.next.or(r.tables.first().map(|t| t.first_leaf)) else {
-                    return true;
-                };
+                let block = self.next.unwrap_or(r.trees[tree].first_leaf);
                 if block == NO_BLOCK {
                     return true;
                 }

@@ -175,28 +175,28 @@ fn pass(
         _ => NULL_BUCKET,
     };
     let mut pass = NearestPass::new(start, target, |a: &Hit, b: &Hit| compare(a, b, order_by));
-    for (run, layout) in cache.meta.runs.iter().zip(&cache.layouts) {
+    let runs = cache.meta.runs.iter().zip(&cache.layouts).zip(&cache.parts);
+    for ((run, layout), parts) in runs {
         let table = &layout.tables()[0];
-        let Some(tree) = run.tables.first() else {
-            continue;
-        };
-        run::walk_leaves(index, run.id, tree.first_leaf, |contents| {
-            match q.filter(|_| !conditions) {
-                Some(q) => offer_page(&mut pass, contents, table.apply(q), table),
-                None => {
-                    for e in entries(contents) {
-                        let fp = table.invert(e.key);
-                        if accepts(fp) {
-                            pass.offer(bucket(Some(fp)), || Hit {
-                                fp: Some(fp),
-                                tid: e.tid,
-                            });
+        for tree in &run.trees[parts.trees_of(0)] {
+            run::walk_leaves(index, run.id, tree.first_leaf, |contents| {
+                match q.filter(|_| !conditions) {
+                    Some(q) => offer_page(&mut pass, contents, table.apply(q), table),
+                    None => {
+                        for e in entries(contents) {
+                            let fp = table.invert(e.key);
+                            if accepts(fp) {
+                                pass.offer(bucket(Some(fp)), || Hit {
+                                    fp: Some(fp),
+                                    tid: e.tid,
+                                });
+                            }
                         }
                     }
                 }
-            }
-            true
-        });
+                true
+            });
+        }
         if !conditions {
             run::for_each_pending(index, run.id, run.nulls_head, |e| {
                 pass.offer(NULL_BUCKET, || Hit {
