@@ -187,7 +187,16 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
                         let keys = parts.range(parts.part_of(i));
                         own.extend(check_tree(rel, r, i, keys, |key| table.invert(key)));
                     }
-                    if t == 0 && own.len() as u64 != r.rows {
+                    // An input of an interrupted merge table by table gives its rows up
+                    // with each tree of table 0, counting what the merge copied: a VACUUM
+                    // that removed one of those meanwhile lowered its count too, so its
+                    // count may be low until its table 0 is all merged, never high.
+                    let wrong = if m.merge_inputs.contains(&r.id) {
+                        r.rows > own.len() as u64
+                    } else {
+                        r.rows != own.len() as u64
+                    };
+                    if t == 0 && wrong {
                         corrupt(format!(
                             "run {} has {} rows, the metapage says {}",
                             r.id,
