@@ -98,6 +98,14 @@ latencies "batch_h_*" >"$WORK/h.lat"
 latencies "batch_b_*" >"$WORK/b.lat"
 h_p999=$(pct 0.999 <"$WORK/h.lat") b_p999=$(pct 0.999 <"$WORK/b.lat")
 h_max=$(tail -1 "$WORK/h.lat") b_max=$(tail -1 "$WORK/b.lat")
+# How many statements passed the goal's 100 ms (a rare stall, or many), and the worst
+# statement of each step (does it grow with the index?).
+over() { awk '$1 > 100 { n++ } END { print n + 0 }' "$WORK/$1.lat"; }
+h_over=$(over h) b_over=$(over b)
+for t in h b; do
+    echo "   worst statement of each step, $t (ms): $(for ((c = 1; c <= CHECKPOINTS; c++)); do
+        latencies "batch_${t}_$c" | tail -1; done | xargs printf '%.0f ')"
+done
 h_rate=$((ROWS * 1000 / h_ms)) b_rate=$((ROWS * 1000 / b_ms))
 echo "   hamming_index_check: $checked entries, as many as rows"
 
@@ -114,6 +122,7 @@ echo "== summary (merge_workers = $WORKERS, $((SECONDS - T0)) s in all)"
 result "batched: rows/s into h (hamming)" "$h_rate" "r/s" "into b (btree)" "$b_rate" >/dev/null
 result "batched: p99.9 statement, h" "$h_p999" ms "b" "$b_p999" >/dev/null
 result "batched: worst statement, h" "$h_max" ms "b" "$b_max" >/dev/null
+result "batched: statements over 100 ms, h" "$h_over" stmts "b" "$b_over" >/dev/null
 result "batched: lookups, worst checkpoint" "$worst_ratio" "x" "fresh index = 1" 1 >/dev/null
 result "batched: index size, worst checkpoint" "$worst_size" "x" "fresh index = 1" 1 >/dev/null
 result "single rows: commits/s into h" "$h_commits" "c/s" "into b" "$b_commits" >/dev/null
