@@ -18,7 +18,7 @@
 //! ```
 //!
 //! P is a power of two. A lookup reads one key prefix of a table, at least as long as the
-//! part's bits in every layout (the shortest leading block is 4 bits), so it reads one part;
+//! part's bits in every layout (the shortest leading block is 4 bits), so it reads one tree;
 //! a walk of a whole table reads its parts in order, which is key order. Runs written before
 //! format 4 have one tree per table (P = 1) and are read the same way.
 
@@ -91,17 +91,17 @@ impl Parts {
         table * self.count..(table + 1) * self.count
     }
 
-    /// The keys of `lo..=hi` that tree `tree` holds, if any.
-    pub fn clip(self, tree: usize, lo: u64, hi: u64) -> Option<(u64, u64)> {
-        let (from, to) = self.range(self.part_of(tree));
-        let (lo, hi) = (lo.max(from), hi.min(to));
-        (lo <= hi).then_some((lo, hi))
+    /// The tree of table `table` that holds `key`, and with it every key of its prefix (a
+    /// prefix has at least as many bits as pick the part).
+    pub fn tree_of(self, table: usize, key: u64) -> usize {
+        table * self.count + self.of_key(key)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::search::permuted::{Layout, MAX_BLOCKS};
 
     #[test]
     fn a_run_is_cut_into_sixteen_trees_or_fewer_parts_when_tables_are_many() {
@@ -129,24 +129,30 @@ mod tests {
     }
 
     #[test]
-    fn trees_map_to_tables_and_parts_and_clip_a_prefix_range() {
+    fn trees_map_to_tables_and_parts() {
         let parts = Parts::of_run(16, 4).unwrap();
         assert_eq!(parts.count(), 4);
         assert_eq!((parts.table_of(6), parts.part_of(6)), (1, 2));
         assert_eq!(parts.trees_of(2), 8..12);
-        let (lo, hi) = (0x8000_0000_0000_0000, 0x8000_ffff_ffff_ffff);
-        assert_eq!(parts.clip(6, lo, hi), Some((lo, hi)));
-        assert_eq!(parts.clip(5, lo, hi), None);
-        // A range across a boundary is cut at it.
-        let across = (0x3fff_0000_0000_0000, 0x4000_ffff_ffff_ffff);
-        assert_eq!(
-            parts.clip(0, across.0, across.1),
-            Some((across.0, 0x3fff_ffff_ffff_ffff))
-        );
-        assert_eq!(
-            parts.clip(1, across.0, across.1),
-            Some((0x4000_0000_0000_0000, across.1))
-        );
+        assert_eq!(parts.tree_of(1, 0x8000_0000_0000_0000), 6);
+        assert_eq!(parts.tree_of(3, u64::MAX), 15);
+    }
+
+    #[test]
+    fn every_prefix_a_lookup_reads_is_in_one_part() {
+        // The shortest prefix of any layout (the narrowest leading block) has at least the
+        // bits that pick a part, so all keys of a prefix are in the part of its first key.
+        let part_bits = MAX_PARTS.ilog2();
+        for blocks in 1..=MAX_BLOCKS as u32 {
+            for distance in 0..blocks {
+                if let Ok(layout) = Layout::new(blocks, distance) {
+                    assert!(
+                        layout.min_prefix_bits() >= part_bits,
+                        "{blocks} blocks, k = {distance}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -39,8 +39,9 @@ enum Probes {
 /// A place rows come from.
 #[derive(Clone, Copy)]
 enum Source {
-    /// Tree `tree` of run `run` (positions in the scan's metapage), within the probe.
-    Table { run: usize, tree: usize },
+    /// Table `table` of run `run` (positions in the scan's metapage), within the probe: the
+    /// tree of it that holds the probe's prefix.
+    Table { run: usize, table: usize },
     /// All of tree `tree` (a part of table 0) of run `run`.
     WholeTable { run: usize, tree: usize },
     /// The NULL rows of run `run`.
@@ -153,14 +154,14 @@ impl Matches {
             // sorted in memory rather than probed on disk table by table.
             let small_in_memory = cache.lookups >= PASSES_BEFORE_SORTING;
             cache.lookups += 1;
-            let meta = &cache.meta;
+            let (meta, layouts) = (&cache.meta, &cache.layouts);
             self.sources = meta
                 .runs
                 .iter()
                 .enumerate()
                 .filter(|(_, r)| !(small_in_memory && compared_from_memory(meta, r)))
-                .flat_map(|(run, r)| {
-                    (0..r.trees.len()).map(move |tree| Source::Table { run, tree })
+                .flat_map(|(run, _)| {
+                    (0..layouts[run].tables().len()).map(move |table| Source::Table { run, table })
                 })
                 .chain([Source::Pending])
                 .chain(small_in_memory.then_some(Source::SmallRuns))
@@ -212,20 +213,16 @@ impl Matches {
     ) -> bool {
         let (center, radius) = (self.center, self.radius);
         match self.sources[self.source] {
-            Source::Table { run, tree } => {
+            Source::Table { run, table } => {
                 let owner = cache.meta.runs[run].id;
                 let layout = &cache.layouts[run];
-                let table = cache.parts[run].table_of(tree);
                 let permutation = &layout.tables()[table];
                 let q = permutation.apply(center);
                 let (lo, hi) = permutation.prefix_range(q);
-                // The keys of the prefix that this part of the table holds.
-                let Some((lo, hi)) = cache.parts[run].clip(tree, lo, hi) else {
-                    return true;
-                };
                 let block = match self.next {
                     Some(block) => block,
                     None => {
+                        let tree = cache.parts[run].tree_of(table, lo);
                         let tree = &cache.meta.runs[run].trees[tree];
                         let directory = &mut cache.directory;
                         if tree.root != NO_BLOCK {
