@@ -21,7 +21,7 @@ run -c "CREATE EXTENSION neardup" -c "CREATE EXTENSION pageinspect" \
 [[ $(runs) == 1 && $(pending_pages) -ge 8 ]] || fail "before VACUUM: $(runs) runs, $(pending_pages) pending pages"
 run -c "VACUUM d"
 [[ $(pending_pages) == 0 ]] || fail "after VACUUM: $(pending_pages) pending pages"
-# 5,000 rows are more than an eighth of 20,000 (core/src/search/merge_policy.rs): merged into one.
+# 5,000 rows are a quarter of 20,000 (core/src/search/merge_policy.rs): merged into one.
 [[ $(runs) == 1 ]] || fail "after VACUUM: $(runs) runs"
 [[ $(run -c "SELECT hamming_index_check('d_fp')") == 25000 ]] || fail "check count"
 probe="SELECT count(*) FROM d, (SELECT fp AS q FROM d TABLESAMPLE SYSTEM (1) REPEATABLE (3) LIMIT 20) p WHERE"

@@ -8,9 +8,15 @@
 //! bounds it).
 
 /// Runs after a run merge into it once they hold this fraction of its rows (1 / RATIO).
-/// Measured on 1 M rows in batches (`bench/ingest.sh`): 4 left 3 runs at some moments and
-/// lookups up to 1.8× a fresh index's; 8 keeps 2, for a third more merge work.
-pub const RATIO: u64 = 8;
+/// A lookup probes every run, but the merge workers compact the index into one run as soon
+/// as inserts pause, so the ratio trades merge work against lookups only while inserts go
+/// on. The policy alone (pending lists of 8,192 rows) writes each row 11.8 times by 10 M
+/// rows with 4, 17.3 with 8, and leaves 3.0 runs on average against 2.5 (at most 5 and 4).
+/// Measured with `bench/ingest_batched.sh` (2 clients, 100-row statements, 2 workers), the
+/// merges' WAL is what slows the inserts' commits: with 4, rows/s were 1.12× and 1.18× a
+/// btree's at 3 and 10 M rows where 8 gave 0.98× and 0.95-0.97×; lookups while inserts go
+/// on cost 1.4-1.8× a fresh index's with 4 and 1.4-1.7× with 8 (equal once compacted).
+pub const RATIO: u64 = 4;
 
 /// Given the row counts of the runs, largest first, the position from which all the runs
 /// (that one and every smaller one) should merge into one, if any should.
