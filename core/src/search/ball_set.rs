@@ -223,7 +223,7 @@ impl BallLookup {
         let tables = (centers.len() >= SORT_FROM_BALLS)
             .then(|| Layout::for_rows(centers.len() as u64, set.radius).ok())
             .flatten()
-            .filter(|layout| Self::bytes_for(centers.len(), layout.tables().len()) <= max_bytes)
+            .filter(|layout| Self::bytes_for(centers.len(), layout) <= max_bytes)
             .map(|layout| {
                 let items: Vec<(u64, u32)> = centers
                     .iter()
@@ -246,10 +246,10 @@ impl BallLookup {
         BallLookup::new(set, 0)
     }
 
-    /// Bytes held for `balls` balls in `tables` tables: the center, the key and one sorted
-    /// (permuted center, index) entry per table.
-    fn bytes_for(balls: usize, tables: usize) -> usize {
-        balls * (16 + tables * 16)
+    /// Bytes held for `balls` balls in the tables of `layout`: the center, the key and the
+    /// tables' entries and bucket offsets.
+    fn bytes_for(balls: usize, layout: &Layout) -> usize {
+        balls * 16 + SortedTables::bytes_for(layout, balls)
     }
 
     pub fn radius(&self) -> u32 {

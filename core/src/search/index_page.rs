@@ -114,11 +114,13 @@ impl Entry {
     }
 
     /// The row's fingerprint, `None` when it is NULL.
+    #[inline]
     pub fn fingerprint(&self) -> Option<u64> {
         (self.tid.offset & NULL_ROW == 0).then_some(self.key)
     }
 
     /// The heap tuple the entry points to.
+    #[inline]
     pub fn heap_tid(&self) -> Tid {
         Tid {
             block: self.tid.block,
@@ -132,6 +134,7 @@ impl Entry {
         out[12..14].copy_from_slice(&self.tid.offset.to_le_bytes());
     }
 
+    #[inline]
     pub fn read(bytes: &[u8]) -> Entry {
         let u32_at = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().expect("4 bytes"));
         Entry {
