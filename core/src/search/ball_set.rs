@@ -205,7 +205,7 @@ impl fmt::Display for BallSet {
 const SORT_FROM_BALLS: usize = 64;
 
 /// A batch made ready for many "which balls contain this fingerprint?" questions: its
-/// centers sorted into the permuted tables of a layout for its radius, or, for a small
+/// centers grouped into the permuted tables of a layout for its radius, or, for a small
 /// batch or a radius beyond what tables support, compared one by one.
 pub struct BallLookup {
     radius: u32,
