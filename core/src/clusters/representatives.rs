@@ -14,7 +14,7 @@
 
 use crate::base::interrupts;
 use crate::search::lsh::{band_value, Banding, SketchTable};
-use crate::search::permuted::{Layout, LayoutError, SortedTables};
+use crate::search::permuted::{GroupedTables, Layout, LayoutError};
 
 /// The representative of every row, as a row number, for rows `0..rows` in priority order.
 /// `neighbors(r, emit)` must emit every row within the threshold of row `r` (possibly more
@@ -44,7 +44,7 @@ pub fn greedy_representatives(
 /// Rows within a Hamming distance of a fingerprint, through permuted tables in memory.
 pub struct SimhashNeighbors {
     layout: Layout,
-    tables: SortedTables,
+    tables: GroupedTables,
     fps: Vec<u64>,
     max_distance: u32,
 }
@@ -53,7 +53,7 @@ impl SimhashNeighbors {
     pub fn new(fps: Vec<u64>, max_distance: u32) -> Result<SimhashNeighbors, LayoutError> {
         let layout = Layout::for_rows(fps.len() as u64, max_distance)?;
         let items: Vec<(u64, u32)> = fps.iter().zip(0..).map(|(&fp, i)| (fp, i)).collect();
-        let tables = SortedTables::new(&layout, &items);
+        let tables = GroupedTables::new(&layout, &items);
         Ok(SimhashNeighbors {
             layout,
             tables,

@@ -17,7 +17,7 @@
 //!   Printed lowercase; read in either case, with surrounding ASCII white space ignored.
 
 use crate::base::hash::hash_bytes;
-use crate::search::permuted::{Layout, SortedTables};
+use crate::search::permuted::{GroupedTables, Layout};
 use crate::signatures::codec::{hex_word, push_hex, DecodeError};
 use crate::signatures::simhash::hamming;
 use std::fmt;
@@ -211,7 +211,7 @@ pub struct BallLookup {
     radius: u32,
     centers: Vec<u64>,
     keys: Vec<i64>,
-    tables: Option<(Layout, SortedTables)>,
+    tables: Option<(Layout, GroupedTables)>,
 }
 
 impl BallLookup {
@@ -230,7 +230,7 @@ impl BallLookup {
                     .enumerate()
                     .map(|(i, &c)| (c, i as u32))
                     .collect();
-                let sorted = SortedTables::new(&layout, &items);
+                let sorted = GroupedTables::new(&layout, &items);
                 (layout, sorted)
             });
         BallLookup {
@@ -249,7 +249,7 @@ impl BallLookup {
     /// Bytes held for `balls` balls in the tables of `layout`: the center, the key and the
     /// tables' entries and bucket offsets.
     fn bytes_for(balls: usize, layout: &Layout) -> usize {
-        balls * 16 + SortedTables::bytes_for(layout, balls)
+        balls * 16 + GroupedTables::bytes_for(layout, balls)
     }
 
     pub fn radius(&self) -> u32 {

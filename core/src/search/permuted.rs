@@ -461,11 +461,10 @@ impl Layout {
 /// Each table is the items' positions grouped by the leading `bucket_bits` of their
 /// permuted fingerprints (a counting sort: two passes over the items, each reading only
 /// the table's leading block), with one or two items per bucket: 8,192 items in 4 tables
-/// take 0.43-0.50 ms to group where sorting them took 1.50 ms, and a probe 0.13-0.17 µs instead
-/// of 0.31. Every table's
-/// prefix is at least that long, so the items sharing a probe's prefix in a table are all
-/// in the one bucket its permuted center falls in; a candidate is checked on its
-/// fingerprint (a permutation keeps distances).
+/// take 0.43-0.50 ms to group where sorting them took 1.50 ms, and a probe 0.13-0.17 µs
+/// instead of 0.31. Every table's prefix is at least `bucket_bits` long, so the items
+/// sharing a probe's prefix in a table are all in the one bucket its permuted center falls
+/// in; a candidate is checked on its fingerprint (a permutation keeps distances).
 ///
 /// ```text
 ///   fps, ids  [fp, fp, fp, ...], [item, item, item, ...]      (by position)
@@ -473,14 +472,14 @@ impl Layout {
 ///             positions [p, p | | p | ...]
 ///                        bucket 0, 1, 2
 /// ```
-pub struct SortedTables {
+pub struct GroupedTables {
     bucket_bits: u32,
     fps: Vec<u64>,
     ids: Vec<u32>,
     tables: Vec<Buckets>,
 }
 
-/// One table of [`SortedTables`].
+/// One table of [`GroupedTables`].
 struct Buckets {
     /// Where each bucket starts in `positions`, and their end.
     starts: Vec<u32>,
@@ -490,9 +489,9 @@ struct Buckets {
 /// The most leading bits a table is bucketed by (2^20 offsets, 4 MiB, per table).
 const MAX_BUCKET_BITS: u32 = 20;
 
-impl SortedTables {
+impl GroupedTables {
     /// Groups `items` (fingerprint, caller's item number) in every table of `layout`.
-    pub fn new(layout: &Layout, items: &[(u64, u32)]) -> SortedTables {
+    pub fn new(layout: &Layout, items: &[(u64, u32)]) -> GroupedTables {
         let bucket_bits = Self::bucket_bits(layout, items.len());
         let fps: Vec<u64> = items.iter().map(|&(fp, _)| fp).collect();
         let ids = items.iter().map(|&(_, id)| id).collect();
@@ -523,7 +522,7 @@ impl SortedTables {
                 Buckets { starts, positions }
             })
             .collect();
-        SortedTables {
+        GroupedTables {
             bucket_bits,
             fps,
             ids,
@@ -554,7 +553,7 @@ impl SortedTables {
         });
     }
 
-    /// [`SortedTables::probe`] that stops as soon as `found` returns true; whether it did.
+    /// [`GroupedTables::probe`] that stops as soon as `found` returns true; whether it did.
     pub fn find(
         &self,
         layout: &Layout,
@@ -751,7 +750,7 @@ mod tests {
     }
 
     #[test]
-    fn sorted_tables_find_exactly_the_brute_force_matches() {
+    fn grouped_tables_find_exactly_the_brute_force_matches() {
         let mut next = rng(99);
         for (blocks, k) in [(4, 3), (5, 3), (6, 2), (3, 0)] {
             let layout = Layout::new(blocks, k).unwrap();
@@ -771,7 +770,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, &f)| (f, i as u32))
                 .collect();
-            let tables = SortedTables::new(&layout, &items);
+            let tables = GroupedTables::new(&layout, &items);
             for probe in fps.iter().step_by(7).chain([0, u64::MAX].iter()) {
                 for radius in 0..=k {
                     let mut got = Vec::new();
@@ -808,7 +807,7 @@ mod tests {
     }
 
     #[test]
-    fn sorted_tables_of_few_items_and_wide_layouts_find_them() {
+    fn grouped_tables_of_few_items_and_wide_layouts_find_them() {
         let mut next = rng(5);
         for (blocks, k) in [(4, 3), (16, 15), (8, 0)] {
             let layout = Layout::new(blocks, k).unwrap();
@@ -816,8 +815,8 @@ mod tests {
                 let fps: Vec<u64> = (0..len).map(|_| next()).collect();
                 let items: Vec<(u64, u32)> =
                     (0..len as u32).map(|i| (fps[i as usize], i)).collect();
-                let tables = SortedTables::new(&layout, &items);
-                assert!(SortedTables::bucket_bits(&layout, len) <= layout.min_prefix_bits());
+                let tables = GroupedTables::new(&layout, &items);
+                assert!(GroupedTables::bucket_bits(&layout, len) <= layout.min_prefix_bits());
                 for (i, &fp) in fps.iter().enumerate() {
                     let near = fp ^ (1u64 << (i % 64)) ^ (1u64 << ((i + 17) % 64));
                     let mut got = Vec::new();

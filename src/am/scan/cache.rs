@@ -7,7 +7,7 @@ use crate::am::page::{self, Kind};
 use crate::am::registry;
 use crate::am::run;
 use neardup_core::search::index_page::{Entry, Meta, Run, Tid};
-use neardup_core::search::permuted::{Layout, SortedTables};
+use neardup_core::search::permuted::{GroupedTables, Layout};
 use neardup_core::search::table_parts::Parts;
 use neardup_core::search::within;
 use pgrx::pg_sys;
@@ -27,7 +27,7 @@ pub struct PendingRows {
     /// test skips).
     fps: Vec<u64>,
     passes: u32,
-    tables: Option<SortedTables>,
+    tables: Option<GroupedTables>,
 }
 
 /// Passes over every pending row before they are grouped into tables: grouping 8,000 rows
@@ -66,7 +66,7 @@ impl PendingRows {
             let items: Vec<(u64, u32)> = (0..self.rows.len() as u32)
                 .filter_map(|i| self.rows[i as usize].0.map(|fp| (fp, i)))
                 .collect();
-            self.tables = Some(SortedTables::new(layout, &items));
+            self.tables = Some(GroupedTables::new(layout, &items));
             pgrx::check_for_interrupts!();
         }
         match &self.tables {
@@ -240,12 +240,12 @@ impl ScanCache {
 }
 
 impl ScanCache {
-    /// The pending rows, read at the first use.
     /// Whether the pending rows were read into memory.
     pub fn has_pending_in_memory(&self) -> bool {
         self.pending.is_some()
     }
 
+    /// The pending rows, read at the first use.
     pub fn pending(&mut self, index: pg_sys::Relation) -> &mut PendingRows {
         let meta = &self.meta;
         self.pending

@@ -9,8 +9,9 @@
 //! leaves in order), checked for
 //! distance (exact by the pigeonhole argument, see `neardup_core::search::permuted`); then the
 //! pending rows (on their pages at a scan's first probe, from memory from its second on)
-//! and, once a scan's probes are many, the rows of the small runs from memory. A ball makes one probe, a batch one per center (a row near several centers is
-//! reported by the first ball that contains it). A radius beyond max_distance, or no
+//! and, once a scan's probes are many, the rows of the small runs from memory. A ball
+//! makes one probe, a batch one per center (a row near several centers is reported by the
+//! first ball that contains it). A radius beyond max_distance, or no
 //! condition, reads table 0 of every run, the NULL rows and the pending rows instead.
 
 use super::cache::{
