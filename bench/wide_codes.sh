@@ -9,6 +9,8 @@
 #   (b) one lookup within R bits: a sequential scan `hamming(code, q) <= R` (what the server
 #       does until the hamming index takes wide codes) against FAISS IndexBinaryFlat and
 #       IndexBinaryMultiHash (16 tables of 16 bits) per single query, and MultiHash's recall
+#   (c) the duplicate groups within R bits: neardup_clusters against neardup_components over
+#       hamming_pairs (the same groups, checked)
 # Usage (as root): N=100000 R=31 bench/wide_codes.sh   (SKIP_INSTALL=1 to keep the installed
 # build; REUSE=1 to keep the codes of a run of the same N; PYVENV names a virtualenv with
 # faiss-cpu, pdqhash and scikit-image, made once)
@@ -62,6 +64,22 @@ for set in pdq uniform; do
     scan_ms=$(session_median_ms 5 "SELECT id FROM $set WHERE hamming(code, '$probe') <= $R")
     result "$set: sequential scan" "$scan_ms" ms "FAISS IndexBinaryFlat" "$flat_ms"
     result "$set: FAISS IndexBinaryMultiHash (recall $recall)" "$multi_ms" ms "FAISS IndexBinaryFlat" "$flat_ms"
+done
+
+echo "== (c) duplicate groups within $R bits: neardup_clusters against the components of hamming_pairs"
+for set in pdq uniform; do
+    clusters="SELECT count(*) FROM neardup_clusters('$set', 'id', 'code', $R)"
+    components="SELECT count(*) FROM neardup_components('SELECT a, b FROM hamming_pairs(''$set'', ''id'', ''code'', $R)')"
+    # the same groups: every row of a group of two or more in one, labelled alike
+    differ=$(q -c "SELECT count(*) FROM (SELECT id, cluster_id FROM neardup_clusters('$set', 'id', 'code', $R)
+                                         WHERE cluster_id IN (SELECT cluster_id FROM neardup_clusters('$set', 'id', 'code', $R)
+                                                              GROUP BY 1 HAVING count(*) > 1)) c
+                   FULL JOIN neardup_components('SELECT a, b FROM hamming_pairs(''$set'', ''id'', ''code'', $R)') p
+                        ON p.node = c.id AND p.component = c.cluster_id
+                   WHERE p.node IS NULL OR c.id IS NULL")
+    [[ $differ == 0 ]] || fail "$set: neardup_clusters and the components of hamming_pairs differ in $differ rows"
+    read -r ours theirs < <(paired_medians_ms 3 "$clusters" "$components")
+    result "$set: neardup_clusters" "$(printf %.0f "$ours")" ms "neardup_components(hamming_pairs)" "$(printf %.0f "$theirs")"
 done
 
 echo

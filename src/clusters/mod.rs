@@ -1,6 +1,7 @@
 //! Duplicate clusters (Zhu et al.): connected components of near-duplicate pairs, or stars
 //! around representatives (`method => 'representatives'`, which do not chain), of simhash
-//! fingerprints within a Hamming distance or minhash sketches above a Jaccard threshold,
+//! fingerprints or wide codes (`hash256`, `hash128`) within a Hamming distance or minhash
+//! sketches above a Jaccard threshold,
 //! with a deterministic label (the smallest id) and a representative chosen by priority. Neither
 //! function holds the pairs: components are merged as the edges stream in, and
 //! `neardup_clusters` links equal fingerprints by a sort and the others as the batch
@@ -9,6 +10,7 @@
 
 pub(crate) mod priority;
 
+use crate::hamming_query::{wide_code_at, wide_code_type, wide_radius};
 use crate::lsh::banding_for_threshold;
 use crate::lsh::pairs::{read_sketches, TableSketches};
 use crate::support::errors;
@@ -23,6 +25,7 @@ use neardup_core::clusters::representatives::{
     greedy_representatives, MinhashNeighbors, SimhashNeighbors,
 };
 use neardup_core::search::lsh::{check_threshold, BandPairs};
+use neardup_core::search::multi_index::MultiIndex;
 use pgrx::prelude::*;
 use pgrx::spi::SpiHeapTupleData;
 use pgrx::PgSqlErrorCode;
@@ -249,9 +252,15 @@ fn simhash_clusters(
     else {
         errors::null_not_allowed("neardup_clusters: only priority may be NULL");
     };
-    let max_distance = checked_distance("neardup_clusters", max_distance);
     let relation = relation_name("neardup_clusters", tbl);
     check_integer_key("neardup_clusters", tbl, id_column);
+    let wide = (id_column, signature_column, max_distance, priority, method);
+    match wide_code_type(tbl, signature_column) {
+        Some("hash256") => return wide_clusters::<4>(&relation, wide),
+        Some("hash128") => return wide_clusters::<2>(&relation, wide),
+        _ => {}
+    }
+    let max_distance = checked_distance("neardup_clusters", max_distance);
     let signature = format!("{}::bigint", quote_ident(signature_column));
     let query = rows_in_priority_order(&relation, id_column, &signature, priority);
     // Per row with a fingerprint: its id and fingerprint, then the search's working set,
@@ -290,6 +299,58 @@ fn simhash_clusters(
                 .unwrap_or_else(|e| errors::invalid_parameter(e.0));
             greedy_representatives(rows, |r, emit| neighbors.emit(r, emit))
         }
+    };
+    cluster_rows(ids, alone, representative)
+}
+
+/// `neardup_clusters`' arguments beside the table: id and signature columns, distance,
+/// priority, method.
+type ClusterArgs<'a> = (&'a str, &'a str, i32, Option<&'a str>, Method);
+
+/// `neardup_clusters` of a wide code column (`hash256`, `hash128`): the same clusters, at
+/// any distance below the width, with the pairs and neighbours of multi-index hashing
+/// (`neardup_core::search::multi_index`), which holds every code in memory.
+fn wide_clusters<const W: usize>(
+    relation: &str,
+    (id_column, signature_column, max_distance, priority, method): ClusterArgs,
+) -> ClusterRows {
+    let radius = wide_radius::<W>("neardup_clusters", max_distance);
+    let signature = format!("{}::bytea", quote_ident(signature_column));
+    let query = rows_in_priority_order(relation, id_column, &signature, priority);
+    // Per row with a code: its id and the multi-index's share (the code included), then the
+    // union-find or the representatives, the labels and the output slot.
+    let budget = RowBudget::maintenance(
+        "neardup_clusters",
+        8 + MultiIndex::<W>::bytes_per_row() + 16,
+    );
+    let (mut ids, mut codes, mut alone) = (Vec::new(), Vec::new(), Vec::new());
+    for_each_row("neardup_clusters", &query, |row| {
+        budget.admit(ids.len() + alone.len() + 1);
+        let id = row.get::<i64>(1).ok().flatten().unwrap_or_else(|| {
+            errors::null_not_allowed("neardup_clusters: the id column has NULLs")
+        });
+        match wide_code_at::<W>(row, 2) {
+            Some(code) => {
+                ids.push(id);
+                codes.push(code);
+            }
+            None => alone.push(id),
+        }
+    });
+    let rows = ids.len();
+    let index = MultiIndex::new(codes, radius)
+        .unwrap_or_else(|e| errors::invalid_parameter(format!("neardup_clusters: {e}")));
+    let representative = match method {
+        Method::Components => {
+            let mut components = UnionFind::new(rows);
+            for (a, b, _) in index.pairs() {
+                components.union(a, b);
+            }
+            first_of_each_component(&mut components, rows)
+        }
+        Method::Representatives => greedy_representatives(rows, |r, emit| {
+            index.search(&index.code(r), |member, _| emit(member))
+        }),
     };
     cluster_rows(ids, alone, representative)
 }

@@ -28,6 +28,7 @@ mod rewrite;
 mod within;
 
 pub use ball::HammingBall;
+pub(crate) use pairs::{wide_code_at, wide_code_type, wide_radius};
 
 /// Called from `_PG_init`, whether the library is preloaded (postmaster) or loaded by the first
 /// call in a backend: installs the planner hook and the catalog-cache invalidation.

@@ -54,7 +54,7 @@ fn hamming_pairs(
 }
 
 /// `hash256` or `hash128` when the column has one of this extension's wide types.
-fn wide_code_type(tbl: pg_sys::Oid, column: &str) -> Option<&'static str> {
+pub(crate) fn wide_code_type(tbl: pg_sys::Oid, column: &str) -> Option<&'static str> {
     let name = std::ffi::CString::new(column).ok()?;
     // SAFETY: syscache lookups by OID and name, as check_integer_key's.
     let ty = unsafe {
@@ -98,13 +98,7 @@ fn narrow_pairs(key: &str, sig: &str, relation: &str, max_distance: i32) -> Pair
 /// The wide pairs: the codes read through the cast to bytea (found by type, so whatever
 /// schema holds the extension), multi-index hashing.
 fn wide_pairs<const W: usize>(key: &str, sig: &str, relation: &str, max_distance: i32) -> PairRows {
-    let bits = WideCode::<W>::BITS as i32;
-    if !(0..bits).contains(&max_distance) {
-        errors::invalid_parameter(format!(
-            "hamming_pairs: max_distance must be between 0 and {} for {bits}-bit codes (got {max_distance})",
-            bits - 1
-        ));
-    }
+    let radius = wide_radius::<W>("hamming_pairs", max_distance);
     let query =
         format!("SELECT {key}::bigint, {sig}::bytea FROM {relation} WHERE {sig} IS NOT NULL");
     let budget = RowBudget::maintenance(
@@ -116,16 +110,32 @@ fn wide_pairs<const W: usize>(key: &str, sig: &str, relation: &str, max_distance
     for_each_row("hamming_pairs", &query, |row| {
         budget.admit(keys.len() + 1);
         keys.push(row_key(row));
-        let bytes = row
-            .get::<&[u8]>(2)
-            .ok()
-            .flatten()
-            .expect("non-NULL signature");
-        codes.push(WideCode::<W>::from_be_bytes(bytes).expect("a code's own length"));
+        codes.push(wide_code_at::<W>(row, 2).expect("non-NULL signature"));
     });
-    let index = MultiIndex::new(codes, max_distance as u32)
+    let index = MultiIndex::new(codes, radius)
         .unwrap_or_else(|e| errors::invalid_parameter(format!("hamming_pairs: {e}")));
     keyed(keys, index.pairs())
+}
+
+/// `max_distance` as a radius for `W`-word codes: 0 to the width less one, else ERROR 22023.
+pub(crate) fn wide_radius<const W: usize>(function: &str, max_distance: i32) -> u32 {
+    let bits = WideCode::<W>::BITS as i32;
+    if !(0..bits).contains(&max_distance) {
+        errors::invalid_parameter(format!(
+            "{function}: max_distance must be between 0 and {} for {bits}-bit codes (got {max_distance})",
+            bits - 1
+        ));
+    }
+    max_distance as u32
+}
+
+/// The code in column `ordinal` of a row, read as `bytea` (`None` when NULL).
+pub(crate) fn wide_code_at<const W: usize>(
+    row: &SpiHeapTupleData,
+    ordinal: usize,
+) -> Option<WideCode<W>> {
+    let bytes = row.get::<&[u8]>(ordinal).ok().flatten()?;
+    Some(WideCode::<W>::from_be_bytes(bytes).expect("a code's own length"))
 }
 
 fn row_key(row: &SpiHeapTupleData) -> i64 {

@@ -133,3 +133,94 @@ fn wide_pairs_equal_the_brute_force_self_join() {
     let error = error_of("SELECT count(*) FROM hamming_pairs('w', 'id', 'code', 31)");
     assert!(error.as_deref().is_some_and(|e| e.starts_with("53200")), "{error:?}");
 }
+
+/// `neardup_clusters` as (id:cluster:representative), by brute force over every pair: the
+/// components of the pairs within `radius`, or the greedy stars with rows taken in `order`.
+fn brute_wide_clusters(table: &str, radius: u32, stars: bool, order: &str) -> String {
+    let rows: Vec<(i64, Option<Vec<u8>>)> = Spi::connect(|client| {
+        client
+            .select(&format!("SELECT id, code::bytea FROM {table} ORDER BY {order}"), None, &[])
+            .unwrap()
+            .map(|row| (row.get::<i64>(1).unwrap().unwrap(), row.get::<Vec<u8>>(2).unwrap()))
+            .collect()
+    });
+    let near = |a: usize, b: usize| match (&rows[a].1, &rows[b].1) {
+        (Some(x), Some(y)) => x.iter().zip(y).map(|(p, q)| (p ^ q).count_ones()).sum::<u32>() <= radius,
+        _ => a == b,
+    };
+    let mut representative: Vec<usize> = (0..rows.len()).collect();
+    if stars {
+        let mut taken = vec![false; rows.len()];
+        for r in 0..rows.len() {
+            if !taken[r] {
+                for m in r..rows.len() {
+                    if !taken[m] && near(r, m) {
+                        taken[m] = true;
+                        representative[m] = r;
+                    }
+                }
+            }
+        }
+    } else {
+        // Labels spread to a fixed point: each row takes the smallest label of its neighbours.
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for a in 0..rows.len() {
+                for b in 0..rows.len() {
+                    if near(a, b) && representative[b] < representative[a] {
+                        representative[a] = representative[b];
+                        changed = true;
+                    }
+                }
+            }
+        }
+    }
+    // A cluster's label is its smallest id.
+    let mut label = vec![i64::MAX; rows.len()];
+    for (r, &rep) in representative.iter().enumerate() {
+        label[rep] = label[rep].min(rows[r].0);
+    }
+    let mut out: Vec<(i64, String)> = (0..rows.len())
+        .map(|r| (rows[r].0, format!("{}:{}:{}", rows[r].0, label[representative[r]], representative[r] == r)))
+        .collect();
+    out.sort();
+    out.into_iter().map(|(_, row)| row).collect::<Vec<_>>().join(",")
+}
+
+fn wide_clusters(table: &str, radius: i32, priority: &str, method: &str) -> String {
+    text(&format!(
+        "SELECT string_agg(id || ':' || cluster_id || ':' || is_representative, ',' ORDER BY id)
+         FROM neardup_clusters('{table}', 'id', 'code', {radius}, {priority}, '{method}')"
+    ))
+}
+
+#[pg_test]
+fn wide_clusters_equal_brute_force_components_and_stars() {
+    wide_fixture("w", 25);
+    Spi::run("INSERT INTO w (code) VALUES (NULL)").unwrap();
+    for radius in [0, 12, 31, 40] {
+        let brute = |stars, order| brute_wide_clusters("w", radius as u32, stars, order);
+        assert_eq!(wide_clusters("w", radius, "NULL", "components"), brute(false, "id"), "radius {radius}");
+        assert_eq!(wide_clusters("w", radius, "NULL", "representatives"), brute(true, "id"), "stars, radius {radius}");
+        assert_eq!(wide_clusters("w", radius, "'id % 7, id DESC'", "representatives"), brute(true, "id % 7, id DESC"), "stars by priority, radius {radius}");
+    }
+    // near-copies do cluster at PDQ's threshold; the five-argument form is the components
+    assert!(int("SELECT count(DISTINCT cluster_id) FROM neardup_clusters('w', 'id', 'code', 31)") < 120);
+    assert_eq!(
+        text("SELECT string_agg(id || ':' || cluster_id, ',' ORDER BY id) FROM neardup_clusters('w', 'id', 'code', 31)"),
+        text("SELECT string_agg(id || ':' || cluster_id, ',' ORDER BY id) FROM neardup_clusters('w', 'id', 'code', 31, NULL, 'components')")
+    );
+    Spi::run("CREATE TABLE w128 AS SELECT id, code::bit(256)::bit(128)::hash128 AS code FROM w").unwrap();
+    for radius in [0, 16] {
+        assert_eq!(wide_clusters("w128", radius, "NULL", "components"), brute_wide_clusters("w128", radius as u32, false, "id"), "hash128, radius {radius}");
+    }
+    for bad in ["'w', 'id', 'code', 256", "'w128', 'id', 'code', 128", "'w', 'id', 'code', -1"] {
+        let error = error_of(&format!("SELECT count(*) FROM neardup_clusters({bad})"));
+        assert!(error.as_deref().is_some_and(|e| e.starts_with("22023")), "{bad}: {error:?}");
+    }
+    // 151 rows, 31 times: 1.5 MB held
+    Spi::run("SET LOCAL maintenance_work_mem = '1MB'; INSERT INTO w (code) SELECT code FROM w, generate_series(1, 30)").unwrap();
+    let error = error_of("SELECT count(*) FROM neardup_clusters('w', 'id', 'code', 31)");
+    assert!(error.as_deref().is_some_and(|e| e.starts_with("53200")), "{error:?}");
+}

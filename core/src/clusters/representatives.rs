@@ -62,10 +62,13 @@ impl SimhashNeighbors {
         })
     }
 
-    /// Bytes held per row for `max_distance`: the fingerprint and one entry per table.
+    /// Bytes held per row for `max_distance`, at the peak of `new`: the fingerprint, the
+    /// (fingerprint, row) item the tables are grouped from, and the tables' share
+    /// (`GroupedTables::bytes_for`: 12 bytes, and per table a position and at most one
+    /// bucket offset, 8 bytes).
     pub fn bytes_per_row(rows: u64, max_distance: u32) -> Result<usize, LayoutError> {
         let tables = Layout::for_rows(rows, max_distance)?.tables().len();
-        Ok(8 + tables * std::mem::size_of::<(u64, u32)>())
+        Ok(8 + std::mem::size_of::<(u64, u32)>() + 12 + 8 * tables)
     }
 
     pub fn emit(&self, row: u32, emit: &mut dyn FnMut(u32)) {
@@ -127,6 +130,29 @@ impl MinhashNeighbors {
 mod tests {
     use super::*;
     use crate::signatures::simhash::hamming;
+
+    #[test]
+    fn simhash_neighbors_hold_no_more_than_their_estimate() {
+        for rows in [1_000u64, 65_536, 1 << 20] {
+            for max_distance in [0, 3, 7, 15] {
+                let layout = Layout::for_rows(rows, max_distance).unwrap();
+                let held = GroupedTables::bytes_for(&layout, rows as usize) + 24 * rows as usize;
+                let estimate = SimhashNeighbors::bytes_per_row(rows, max_distance).unwrap();
+                // (a table's bucket offsets are one more than its buckets)
+                let tables = layout.tables().len();
+                assert!(
+                    held <= estimate * rows as usize + 4 * tables,
+                    "{rows} rows, distance {max_distance}"
+                );
+                // and, at the usual distances, not much more: the old estimate (16 bytes a
+                // table) was up to 2.3 times it
+                assert!(
+                    max_distance > 3 || estimate * rows as usize <= held * 4 / 3,
+                    "{rows} rows, distance {max_distance}"
+                );
+            }
+        }
+    }
 
     /// The definition, by brute force: each unclustered row in order takes every
     /// unclustered row within the threshold.

@@ -255,6 +255,11 @@ impl<const W: usize> MultiIndex<W> {
         self.codes.is_empty()
     }
 
+    /// Code number `i`.
+    pub fn code(&self, i: u32) -> WideCode<W> {
+        self.codes[i as usize]
+    }
+
     /// Calls `emit(code number, distance)` for every code within the radius of `q`, once.
     pub fn search(&self, q: &WideCode<W>, mut emit: impl FnMut(u32, u32)) {
         let mut every = interrupts::Every::<4096>::default();
