@@ -8,10 +8,11 @@
 #       sets; the pair counts must be equal
 #   (b) one lookup within R bits: a sequential scan `hamming(code, q) <= R` (what the server
 #       does until the hamming index takes wide codes) against FAISS IndexBinaryFlat and
-#       IndexBinaryMultiHash (16 tables of 16 bits) per single query, and MultiHash's recall
+#       IndexBinaryMultiHash (16 tables of 16 bits) per single query, and MultiHash's recall;
+#       and a GIN index on hamming_keys(code, M) (M substrings, 16 unless given), the same rows
 #   (c) the duplicate groups within R bits: neardup_clusters against neardup_components over
 #       hamming_pairs (the same groups, checked)
-# Usage (as root): N=100000 R=31 bench/wide_codes.sh   (SKIP_INSTALL=1 to keep the installed
+# Usage (as root): N=100000 R=31 M=16 bench/wide_codes.sh   (SKIP_INSTALL=1 to keep the installed
 # build; REUSE=1 to keep the codes of a run of the same N; PYVENV names a virtualenv with
 # faiss-cpu, pdqhash and scikit-image, made once)
 source "$(dirname "$0")/lib.sh"
@@ -19,6 +20,7 @@ DIR=/tmp/neardup-bench-wide
 OUT=${OUT:-/tmp/neardup-bench-wide-out}
 N=${N:-100000}
 R=${R:-31}
+M=${M:-16}
 PROBES=${PROBES:-50}
 PYVENV=${PYVENV:-/tmp/pyvenv}
 trap 'cluster_stop "$DIR"' EXIT
@@ -45,6 +47,10 @@ q -c "CREATE EXTENSION neardup"
 for set in pdq uniform; do
     q -c "CREATE TABLE $set (id bigint PRIMARY KEY, code hash256, kind text, source bigint)" \
         -c "\\copy $set FROM '$OUT/$set.tsv'" -c "VACUUM ANALYZE $set"
+    gin_ms=$(wall_ms "CREATE INDEX ON $set USING gin (hamming_keys(code, $M))")
+    result "$set: GIN on hamming_keys($M), build" "$gin_ms" ms
+    result "$set: GIN on hamming_keys($M), bytes a row" "$(q -c "SELECT pg_relation_size('${set}_hamming_keys_idx') / $N")" B "the code" 32
+    q -c "ANALYZE $set"
 done
 
 echo "== (a) all pairs within $R bits"
@@ -61,8 +67,18 @@ echo "== (b) one lookup within $R bits ($PROBES probes, median)"
 for set in pdq uniform; do
     read -r flat_ms multi_ms recall found < <(py lookups "$OUT/$set.tsv" "$R" "$PROBES")
     probe=$(q -c "SELECT code FROM $set WHERE id = $((N / 2))")
-    scan_ms=$(session_median_ms 5 "SELECT id FROM $set WHERE hamming(code, '$probe') <= $R")
+    scan="SELECT id FROM $set WHERE hamming(code, '$probe') <= $R"
+    scan_ms=$(session_median_ms 5 "$scan")
     result "$set: sequential scan" "$scan_ms" ms "FAISS IndexBinaryFlat" "$flat_ms"
+    # a GIN index on the keys of multi-index hashing, M substrings (the same rows)
+    gin="SELECT id FROM $set WHERE hamming_keys(code, $M) && hamming_probe_keys('$probe'::hash256, $R, $M)
+                               AND hamming(code, '$probe') <= $R"
+    [[ $(q -c "SELECT string_agg(id::text, ',' ORDER BY id) FROM ($gin) g") == $(q -c "SELECT string_agg(id::text, ',' ORDER BY id) FROM ($scan) s") ]] ||
+        fail "$set: the GIN lookup and the sequential scan differ"
+    [[ $(q -c "EXPLAIN $gin") == *"Bitmap Index Scan"* ]] || fail "$set: the GIN lookup does not use the index"
+    gin_ms=$(session_median_ms 11 "$gin")
+    result "$set: GIN on hamming_keys($M)" "$gin_ms" ms "sequential scan" "$scan_ms"
+    result "$set: GIN on hamming_keys($M)" "$gin_ms" ms "FAISS IndexBinaryMultiHash" "$multi_ms"
     result "$set: FAISS IndexBinaryMultiHash (recall $recall)" "$multi_ms" ms "FAISS IndexBinaryFlat" "$flat_ms"
 done
 

@@ -3,7 +3,8 @@
 -- (tests/integration/check_upgrade.sh compares the two catalogs).
 --
 -- 0.6.0 adds the wide codes hash256 and hash128 (PDQ image hashes and other 128- and 256-bit
--- codes): their types, comparison, hashing, Hamming distance, casts, and hamming_pairs over them.
+-- codes): their types, comparison, hashing, Hamming distance, casts, hamming_pairs over them,
+-- and the keys of multi-index hashing for a GIN index (hamming_keys, hamming_probe_keys).
 
 /* <begin connected objects> */
 -- src/wide_codes/mod.rs:14
@@ -571,3 +572,37 @@ CREATE FUNCTION hash128_to_bit(hash128) RETURNS bit
 CREATE CAST (bit AS hash128) WITH FUNCTION hash128_from_bit(bit);
 CREATE CAST (hash128 AS bit) WITH FUNCTION hash128_to_bit(hash128);
 /* </end connected objects> */
+
+-- the keys of multi-index hashing for a GIN index on hash256
+CREATE  FUNCTION "hamming_keys"(
+	"code" hash256, /* Hash256 */
+	"substrings" INT /* i32 */
+) RETURNS bigint[] /* Vec < i64 > */
+IMMUTABLE STRICT PARALLEL SAFE COST 100
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_hamming_keys_wrapper';
+CREATE  FUNCTION "hamming_probe_keys"(
+	"code" hash256, /* Hash256 */
+	"max_distance" INT, /* i32 */
+	"substrings" INT /* i32 */
+) RETURNS bigint[] /* Vec < i64 > */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_hamming_probe_keys_wrapper';
+
+-- the keys of multi-index hashing for a GIN index on hash128
+CREATE  FUNCTION "hamming_keys"(
+	"code" hash128, /* Hash128 */
+	"substrings" INT /* i32 */
+) RETURNS bigint[] /* Vec < i64 > */
+IMMUTABLE STRICT PARALLEL SAFE COST 100
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_hamming_keys_wrapper';
+CREATE  FUNCTION "hamming_probe_keys"(
+	"code" hash128, /* Hash128 */
+	"max_distance" INT, /* i32 */
+	"substrings" INT /* i32 */
+) RETURNS bigint[] /* Vec < i64 > */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_hamming_probe_keys_wrapper';

@@ -224,3 +224,53 @@ fn wide_clusters_equal_brute_force_components_and_stars() {
     let error = error_of("SELECT count(*) FROM neardup_clusters('w', 'id', 'code', 31)");
     assert!(error.as_deref().is_some_and(|e| e.starts_with("53200")), "{error:?}");
 }
+
+#[pg_test]
+fn wide_gin_lookups_on_hamming_keys_equal_brute_force() {
+    wide_fixture("w", 60);
+    Spi::run(
+        "INSERT INTO w (code) VALUES (NULL);
+         CREATE INDEX w_keys16 ON w USING gin (hamming_keys(code, 16));
+         CREATE INDEX w_keys11 ON w USING gin (hamming_keys(code, 11));
+         CREATE TABLE w128 AS SELECT id, code::bit(256)::bit(128)::hash128 AS code FROM w;
+         CREATE INDEX ON w128 USING gin (hamming_keys(code, 8));
+         ANALYZE w; ANALYZE w128;
+         SET LOCAL enable_seqscan = off",
+    )
+    .unwrap();
+    // every code of the table as the probe, through the index (a nested loop of bitmap
+    // scans), against every pair by brute force
+    for (table, bits, substrings, radius) in [("w", 256, 16, 31), ("w", 256, 16, 0), ("w", 256, 11, 24), ("w128", 128, 8, 20)] {
+        let indexed = format!(
+            "SELECT coalesce(string_agg(a.id || '-' || b.id, ',' ORDER BY a.id, b.id), '')
+             FROM {table} a JOIN {table} b
+               ON hamming_keys(b.code, {substrings}) && hamming_probe_keys(a.code, {radius}, {substrings})
+                  AND hamming(a.code, b.code) <= {radius}"
+        );
+        let plan = plan_of(&indexed);
+        assert!(plan.contains("Bitmap Index Scan"), "{table} {substrings}: {plan}");
+        let brute = text(&format!(
+            "SELECT coalesce(string_agg(a.id || '-' || b.id, ',' ORDER BY a.id, b.id), '')
+             FROM {table} a JOIN {table} b ON bit_count(a.code::bit({bits}) # b.code::bit({bits})) <= {radius} OFFSET 0"
+        ));
+        assert_eq!(text(&indexed), brute, "{table}, {substrings} substrings, radius {radius}");
+    }
+    assert!(int("SELECT count(*) FROM w a JOIN w b ON hamming(a.code, b.code) BETWEEN 1 AND 31") > 100);
+    // the keys: one a substring, tagged with its number; the probe's are sorted and distinct
+    assert_eq!(int("SELECT cardinality(hamming_keys(code, 16)) FROM w WHERE id = 1"), 16);
+    assert_eq!(int("SELECT count(DISTINCT k >> 32) FROM w, unnest(hamming_keys(code, 11)) k WHERE id = 1"), 11);
+    assert_eq!(int("SELECT cardinality(hamming_probe_keys(code, 31, 16)) FROM w WHERE id = 1"), 16 * 17);
+    assert_eq!(text("SELECT hamming_keys('00000000000000000000000000000001'::hash128, 4)::text"), "{0,4294967296,8589934592,12884901889}");
+    for bad in [
+        "hamming_keys(code, 0)",
+        "hamming_keys(code, 4)",
+        "hamming_keys(code, 257)",
+        "hamming_probe_keys(code, -1, 16)",
+        "hamming_probe_keys(code, 256, 16)",
+        "hamming_probe_keys(code::bit(256)::bit(128)::hash128, 128, 8)",
+    ] {
+        assert_eq!(sqlstate(&format!("SELECT {bad} FROM w WHERE id = 1")).as_deref(), Some("22023"), "{bad}");
+    }
+    let error = error_of("SELECT hamming_probe_keys(code, 255, 8) FROM w WHERE id = 1");
+    assert!(error.as_deref().is_some_and(|e| e.starts_with("54000")), "{error:?}");
+}

@@ -127,6 +127,57 @@ impl Substrings {
     }
 }
 
+/// Keys for a GIN index (`hamming_keys`): a code's keys are its substrings' values, each
+/// tagged with its substring's number, `k << 32 | value`; a query's keys
+/// (`hamming_probe_keys`) are, per substring, every value within its search radius of the
+/// query's. A code within the radius of the query shares a key with it (the pigeonhole
+/// above), so an index lookup on shared keys finds every match among its candidates.
+impl Substrings {
+    /// Keys of `code`, one per substring.
+    pub fn keys<const W: usize>(&self, code: &WideCode<W>) -> Vec<i64> {
+        (0..self.count)
+            .map(|k| {
+                let (start, width) = self.bounds(k);
+                key(k, code.substring(start, width))
+            })
+            .collect()
+    }
+
+    /// Keys a code within the radius of `q` has at least one of, sorted; more than
+    /// `limit` of them is an error (the cut has too few substrings for the radius).
+    pub fn probe_keys<const W: usize>(
+        &self,
+        q: &WideCode<W>,
+        limit: usize,
+    ) -> Result<Vec<i64>, PlanError> {
+        let total: f64 = (0..self.count)
+            .filter_map(|k| Some(values_within(self.bounds(k).1, self.search_radius(k)?)))
+            .sum();
+        if total > limit as f64 {
+            return Err(PlanError(format!(
+                "{total} keys within {} bits in {} substrings: at most {limit}",
+                self.radius, self.count
+            )));
+        }
+        let mut keys = Vec::with_capacity(total as usize);
+        for k in 0..self.count {
+            let Some(radius) = self.search_radius(k) else {
+                continue;
+            };
+            let (start, width) = self.bounds(k);
+            for_each_value_within(q.substring(start, width), width, radius, &mut |v| {
+                keys.push(key(k, v))
+            });
+        }
+        keys.sort_unstable();
+        Ok(keys)
+    }
+}
+
+fn key(substring: u32, value: u32) -> i64 {
+    (i64::from(substring) << 32) | i64::from(value)
+}
+
 /// How many `width`-bit values are within `radius` bits of one value.
 fn values_within(width: u32, radius: u32) -> f64 {
     let mut total = 0.0;
@@ -486,5 +537,32 @@ mod tests {
                 .collect();
             assert_eq!(found, expected, "query {q}");
         }
+    }
+
+    #[test]
+    fn codes_within_the_radius_share_a_probe_key() {
+        let mut rng = SplitMix64::new(11);
+        for (count, radius) in [(16, 31), (11, 31), (8, 7), (8, 20), (16, 0), (32, 45)] {
+            let plan = Substrings::new(256, count, radius).unwrap();
+            for _ in 0..200 {
+                let q = random_code(&mut rng);
+                let probe = plan.probe_keys(&q, 1 << 20).unwrap();
+                assert!(probe.windows(2).all(|w| w[0] < w[1]), "sorted, each once");
+                for flips in 0..=radius {
+                    // at most `flips` bits away (a bit may flip back)
+                    let x = flip_bits(&q, flips, &mut rng);
+                    let keys = plan.keys(&x);
+                    assert_eq!(keys.len(), count as usize);
+                    assert!(
+                        keys.iter().any(|k| probe.binary_search(k).is_ok()),
+                        "{count} substrings, radius {radius}, distance {}",
+                        q.hamming(&x)
+                    );
+                }
+            }
+        }
+        // 4.3 M values within 7 bits in each of 8 substrings of 32 bits
+        let plan = Substrings::new(256, 8, 63).unwrap();
+        assert!(plan.probe_keys(&random_code(&mut rng), 1 << 20).is_err());
     }
 }
