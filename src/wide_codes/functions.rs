@@ -4,6 +4,7 @@
 //! writes both widths, so `hash128` can never drift from `hash256`.
 
 use super::{Hash128, Hash256};
+use crate::hamming_query::wide_radius;
 use crate::support::errors;
 use neardup_core::base::hash::{hash_bytes, hash_sequence};
 use neardup_core::search::multi_index::Substrings;
@@ -173,15 +174,9 @@ const MAX_PROBE_KEYS: usize = 1 << 20;
 /// The cut of a `W`-word code into `substrings` substrings (1 to 32 bits each) for a radius
 /// of `max_distance` (0 to the width less one), else ERROR 22023.
 fn cut<const W: usize>(function: &str, substrings: i32, max_distance: i32) -> Substrings {
-    let bits = WideCode::<W>::BITS;
-    if !(0..bits as i32).contains(&max_distance) {
-        errors::invalid_parameter(format!(
-            "{function}: max_distance must be between 0 and {} for {bits}-bit codes (got {max_distance})",
-            bits - 1
-        ));
-    }
+    let radius = wide_radius::<W>(function, max_distance);
     let count = u32::try_from(substrings).unwrap_or(0);
-    Substrings::new(bits, count, max_distance as u32)
+    Substrings::new(WideCode::<W>::BITS, count, radius)
         .unwrap_or_else(|e| errors::invalid_parameter(format!("{function}: {e}")))
 }
 
