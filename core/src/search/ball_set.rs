@@ -230,8 +230,8 @@ impl BallLookup {
                     .enumerate()
                     .map(|(i, &c)| (c, i as u32))
                     .collect();
-                let sorted = GroupedTables::new(&layout, &items);
-                (layout, sorted)
+                let grouped = GroupedTables::new(&layout, &items);
+                (layout, grouped)
             });
         BallLookup {
             radius: set.radius,

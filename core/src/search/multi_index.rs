@@ -125,6 +125,20 @@ impl Substrings {
             })
         })
     }
+
+    /// Calls `f(k, value)` with every value of substring `k` within its search radius of
+    /// `q`'s, substring by substring: where a search looks for matches of `q`.
+    pub fn for_each_probe<const W: usize>(&self, q: &WideCode<W>, mut f: impl FnMut(u32, u32)) {
+        for k in 0..self.count {
+            let Some(radius) = self.search_radius(k) else {
+                continue;
+            };
+            let (start, width) = self.bounds(k);
+            for_each_value_within(q.substring(start, width), width, radius, &mut |value| {
+                f(k, value)
+            });
+        }
+    }
 }
 
 /// Keys for a GIN index (`hamming_keys`): a code's keys are its substrings' values, each
@@ -160,15 +174,7 @@ impl Substrings {
             )));
         }
         let mut keys = Vec::with_capacity(total as usize);
-        for k in 0..self.count {
-            let Some(radius) = self.search_radius(k) else {
-                continue;
-            };
-            let (start, width) = self.bounds(k);
-            for_each_value_within(q.substring(start, width), width, radius, &mut |v| {
-                keys.push(key(k, v))
-            });
-        }
+        self.for_each_probe(q, |k, value| keys.push(key(k, value)));
         keys.sort_unstable();
         Ok(keys)
     }
@@ -314,23 +320,16 @@ impl<const W: usize> MultiIndex<W> {
     /// Calls `emit(code number, distance)` for every code within the radius of `q`, once.
     pub fn search(&self, q: &WideCode<W>, mut emit: impl FnMut(u32, u32)) {
         let mut every = interrupts::Every::<4096>::default();
-        for k in 0..self.plan.count {
-            let Some(radius) = self.plan.search_radius(k) else {
-                continue;
-            };
-            let (start, width) = self.plan.bounds(k);
-            let table = &self.tables[k as usize];
-            for_each_value_within(q.substring(start, width), width, radius, &mut |value| {
-                for &i in table.bucket(value) {
-                    every.tick();
-                    let code = &self.codes[i as usize];
-                    let distance = q.hamming(code);
-                    if distance <= self.plan.radius && self.plan.witness(q, code) == Some(k) {
-                        emit(i, distance);
-                    }
+        self.plan.for_each_probe(q, |k, value| {
+            for &i in self.tables[k as usize].bucket(value) {
+                every.tick();
+                let code = &self.codes[i as usize];
+                let distance = q.hamming(code);
+                if distance <= self.plan.radius && self.plan.witness(q, code) == Some(k) {
+                    emit(i, distance);
                 }
-            });
-        }
+            }
+        });
     }
 
     /// Every pair of codes within the radius, once each, as (i, j, distance) with i < j.

@@ -20,7 +20,7 @@
 pub fn within_radius(fps: &[u64], center: u64, radius: u32, emit: impl FnMut(usize)) {
     let count = |x: u64| x.count_ones() <= radius;
     match radius {
-        0 => candidates(fps, center, |x| x == 0, count, emit),
+        0 => candidates(fps, center, |x| x == 0, |_| true, emit),
         1 => candidates(fps, center, has_zero_lane::<LANES_32>, count, emit),
         2..=3 => candidates(fps, center, has_zero_lane::<LANES_16>, count, emit),
         4..=7 => candidates(fps, center, has_zero_lane::<LANES_8>, count, emit),
