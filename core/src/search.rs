@@ -2,6 +2,7 @@
 //! sets, nearest-first passes, MinHash LSH. Imports `base`, `text` and `signatures`.
 
 pub mod ball_set;
+pub mod code_tables;
 pub mod index_page;
 pub mod lsh;
 pub mod lsh_encoding;

@@ -1,33 +1,37 @@
-//! CREATE INDEX / REINDEX: collect every (fingerprint, TID) of the table, sort each
-//! permuted table and write the index as one run (`run`), without WAL; then log every page
-//! at once (`log_newpage_range`) if the index is WAL-logged.
+//! CREATE INDEX / REINDEX: collect every (code, TID) of the table, sort each table in its
+//! order and write the index as one run (`run`), without WAL; then log every page at once
+//! (`log_newpage_range`) if the index is WAL-logged.
 
+use super::codes::{self, by_width};
 use super::meta;
 use super::options;
 use super::page::{self, Kind, Locked, Role};
 use super::registry::REGISTRY_BLOCK;
 use super::run::{self, PageWriter};
 use super::spool::Spool;
-use neardup_core::search::index_page::{Meta, Tid};
+use neardup_core::search::code_tables::{Code, Tables};
+use neardup_core::search::index_page::{Meta, Rest, Tid};
 
-/// What a build scan collects: fingerprints with their TIDs, and the TIDs of NULL ones.
-#[derive(Default)]
-pub struct Collected {
-    pub rows: Vec<(u64, Tid)>,
+/// What a build scan collects: codes with their TIDs, and the TIDs of NULL ones.
+pub struct Collected<P: Rest> {
+    pub rows: Vec<(Code<P>, Tid)>,
     pub nulls: Vec<Tid>,
 }
 
-/// Every (fingerprint, TID) the table would index, through the table AM's build scan.
+/// Every (code, TID) the table would index, through the table AM's build scan.
 ///
 /// # Safety
-/// `heap` and `index` are open; `info` describes `index`.
-pub unsafe fn scan_table(
+/// `heap` and `index` are open; `info` describes `index`, whose codes have rest `P`.
+pub unsafe fn scan_table<P: Rest>(
     heap: pg_sys::Relation,
     index: pg_sys::Relation,
     info: *mut pg_sys::IndexInfo,
     progress: bool,
-) -> (Collected, f64) {
-    let mut collected = Collected::default();
+) -> (Collected<P>, f64) {
+    let mut collected = Collected {
+        rows: Vec::new(),
+        nulls: Vec::new(),
+    };
     // SAFETY: as the caller promises.
     let heap_tuples = unsafe {
         for_each_indexed_row(heap, index, info, progress, |fp, tid| match fp {
@@ -38,12 +42,12 @@ pub unsafe fn scan_table(
     (collected, heap_tuples)
 }
 
-/// Calls `row` with the fingerprint (`None` when NULL) and TID of every row the table
-/// would index, through the table AM's build scan; returns the heap tuples scanned.
+/// Calls `row` with the code (`None` when NULL) and TID of every row the table would index,
+/// through the table AM's build scan; returns the heap tuples scanned.
 ///
 /// # Safety
-/// `heap` and `index` are open; `info` describes `index`.
-unsafe fn for_each_indexed_row<F: FnMut(Option<u64>, Tid)>(
+/// `heap` and `index` are open; `info` describes `index`, whose codes have rest `P`.
+unsafe fn for_each_indexed_row<P: Rest, F: FnMut(Option<Code<P>>, Tid)>(
     heap: pg_sys::Relation,
     index: pg_sys::Relation,
     info: *mut pg_sys::IndexInfo,
@@ -51,7 +55,7 @@ unsafe fn for_each_indexed_row<F: FnMut(Option<u64>, Tid)>(
     mut row: F,
 ) -> f64 {
     #[pg_guard]
-    unsafe extern "C-unwind" fn callback<F: FnMut(Option<u64>, Tid)>(
+    unsafe extern "C-unwind" fn callback<P: Rest, F: FnMut(Option<Code<P>>, Tid)>(
         _index: pg_sys::Relation,
         tid: pg_sys::ItemPointer,
         values: *mut pg_sys::Datum,
@@ -63,11 +67,11 @@ unsafe fn for_each_indexed_row<F: FnMut(Option<u64>, Tid)>(
         // has one key column.
         unsafe {
             let row = &mut *(state as *mut F);
-            let fp = (!*isnull).then(|| (*values).value() as u64);
-            row(fp, tid_of(&*tid));
+            let code = (!*isnull).then(|| codes::code_of::<P>(*values));
+            row(code, tid_of(&*tid));
         }
     }
-    // SAFETY: `callback::<F>` matches the callback type and receives a pointer to `row`,
+    // SAFETY: `callback::<P, F>` matches the callback type and receives a pointer to `row`,
     // which outlives the scan.
     unsafe {
         pg_sys::table_index_build_scan(
@@ -76,13 +80,12 @@ unsafe fn for_each_indexed_row<F: FnMut(Option<u64>, Tid)>(
             info,
             true,
             progress,
-            Some(callback::<F>),
+            Some(callback::<P, F>),
             &mut row as *mut F as *mut _,
             std::ptr::null_mut(),
         )
     }
 }
-use neardup_core::search::permuted::Layout;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
@@ -94,7 +97,7 @@ const PHASE_WRITING: i64 = 2;
 pub unsafe extern "C-unwind" fn ambuildphasename(phase: i64) -> *mut std::ffi::c_char {
     let name: &std::ffi::CStr = match phase {
         PHASE_SCANNING => c"scanning table",
-        PHASE_WRITING => c"sorting and writing permuted tables",
+        PHASE_WRITING => c"sorting and writing tables",
         _ => return std::ptr::null_mut(),
     };
     name.as_ptr() as *mut std::ffi::c_char
@@ -128,22 +131,9 @@ pub unsafe extern "C-unwind" fn ambuild(
     index: pg_sys::Relation,
     index_info: *mut pg_sys::IndexInfo,
 ) -> *mut pg_sys::IndexBuildResult {
-    progress(pg_sys::PROGRESS_CREATEIDX_SUBPHASE, PHASE_SCANNING);
-    let mut spool = Spool::new();
     // SAFETY: the arguments come from PostgreSQL.
-    let heap_tuples = unsafe {
-        for_each_indexed_row(heap, index, index_info, true, |fp, tid| match fp {
-            Some(fp) => spool.push(fp, tid, |rows| choose_layout(index, rows)),
-            None => spool.nulls.push(tid),
-        })
-    };
-    let layout = match spool.fixed_layout() {
-        Some(layout) => layout.clone(),
-        None => choose_layout(index, spool.rows()),
-    };
-    let index_tuples = (spool.rows() + spool.nulls.len() as u64) as f64;
-    let blocks = write(index, pg_sys::ForkNumber::MAIN_FORKNUM, &layout, &mut spool);
-    log_pages(index, pg_sys::ForkNumber::MAIN_FORKNUM, blocks);
+    let (heap_tuples, index_tuples) =
+        by_width!(index, L => unsafe { build::<L>(heap, index, index_info) });
     // SAFETY: palloc'd result, as the AM API requires.
     unsafe {
         let result = pg_sys::palloc0(std::mem::size_of::<pg_sys::IndexBuildResult>())
@@ -154,50 +144,80 @@ pub unsafe extern "C-unwind" fn ambuild(
     }
 }
 
+/// Builds the index; returns the heap tuples scanned and the rows indexed.
+///
+/// # Safety
+/// As `ambuild`'s; `L` is the layout of the index's codes.
+unsafe fn build<L: Tables>(
+    heap: pg_sys::Relation,
+    index: pg_sys::Relation,
+    index_info: *mut pg_sys::IndexInfo,
+) -> (f64, f64) {
+    progress(pg_sys::PROGRESS_CREATEIDX_SUBPHASE, PHASE_SCANNING);
+    let mut spool = Spool::<L>::new();
+    // SAFETY: as the caller promises.
+    let heap_tuples = unsafe {
+        for_each_indexed_row(heap, index, index_info, true, |code, tid| match code {
+            Some(code) => spool.push(code, tid, |rows| choose_layout(index, rows)),
+            None => spool.nulls.push(tid),
+        })
+    };
+    let layout = match spool.fixed_layout() {
+        Some(layout) => layout.clone(),
+        None => choose_layout(index, spool.rows()),
+    };
+    let index_tuples = (spool.rows() + spool.nulls.len() as u64) as f64;
+    let blocks = write(index, pg_sys::ForkNumber::MAIN_FORKNUM, &layout, &mut spool);
+    log_pages(index, pg_sys::ForkNumber::MAIN_FORKNUM, blocks);
+    (heap_tuples, index_tuples)
+}
+
 /// The empty index of an unlogged table, in its init fork (copied over the main fork at
 /// crash recovery).
 #[pg_guard]
 pub unsafe extern "C-unwind" fn ambuildempty(index: pg_sys::Relation) {
-    let layout = choose_layout(index, 0);
-    let blocks = write(
-        index,
-        pg_sys::ForkNumber::INIT_FORKNUM,
-        &layout,
-        &mut Spool::new(),
-    );
+    let blocks = by_width!(index, L => {
+        let layout: L = choose_layout(index, 0);
+        write(
+            index,
+            pg_sys::ForkNumber::INIT_FORKNUM,
+            &layout,
+            &mut Spool::new(),
+        )
+    });
     log_pages(index, pg_sys::ForkNumber::INIT_FORKNUM, blocks);
 }
 
-/// The layout of a run of `rows` rows: the `blocks` option, or the fewest blocks that keep
-/// a probe to about a page per table.
-pub fn choose_layout(index: pg_sys::Relation, rows: u64) -> Layout {
+/// The layout of a run of `rows` rows: the `blocks` option, or the one chosen for the rows
+/// (for 64-bit fingerprints, the fewest blocks that keep a probe to about a page per table).
+pub fn choose_layout<L: Tables>(index: pg_sys::Relation, rows: u64) -> L {
     let settings = options::of(index);
     let layout = if settings.blocks == 0 {
-        Layout::for_rows(rows, settings.max_distance)
+        L::for_rows(rows, settings.max_distance)
     } else {
-        Layout::new(settings.blocks, settings.max_distance)
+        L::of_run(settings.blocks, settings.max_distance)
     };
     layout.unwrap_or_else(|e| {
         ereport!(
             ERROR,
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!("hamming index options: {}", e.0)
+            format!("hamming index options: {e}")
         );
     })
 }
 
 /// Writes the metapage and one run of every row; returns the number of blocks written.
-fn write(
+fn write<L: Tables>(
     index: pg_sys::Relation,
     fork: pg_sys::ForkNumber::Type,
-    layout: &Layout,
-    spool: &mut Spool,
+    layout: &L,
+    spool: &mut Spool<L>,
 ) -> u32 {
     let rows = spool.rows();
     progress(pg_sys::PROGRESS_CREATEIDX_SUBPHASE, PHASE_WRITING);
     progress(
         pg_sys::PROGRESS_CREATEIDX_TUPLES_TOTAL,
-        (rows as usize * layout.tables().len()) as i64,
+        (rows as usize * layout.count()) as i64,
     );
     // Block 0 is reserved now and written last. Its buffer lock is not held meanwhile: a
     // held buffer lock holds off interrupts, and the sorts and writes take long.
@@ -216,14 +236,14 @@ fn write(
         pg_sys::MarkBufferDirty(registry.buffer);
     }
     drop(registry);
-    let mut meta = Meta::new(layout.max_distance);
+    let mut meta = Meta::new(layout.max_distance());
     let id = meta.take_id();
     let mut out = PageWriter::for_build(index, fork);
     let mut written = 0i64;
     let nulls = std::mem::take(&mut spool.nulls);
     let run = run::write_run(&mut out, id, layout, &nulls, |t, emit| {
-        spool.sorted_table(layout, t, |key, tid| {
-            emit(key, tid);
+        spool.sorted_table(layout, t, |entry| {
+            emit(entry);
             written += 1;
             if written % 65536 == 0 {
                 progress(pg_sys::PROGRESS_CREATEIDX_TUPLES_DONE, written);

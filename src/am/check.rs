@@ -3,12 +3,12 @@
 //!   its leaves in order, each under a first key no larger than theirs; a small table's
 //!   prefix bitmap has every key's bit; every page is of the right kind and owned by its
 //!   run or list; the metapage's row count of each run is true;
-//! - every row the table would index is in every permuted table of one run with its
-//!   fingerprint, or in a pending list or a run's NULL rows: a lookup cannot miss it;
+//! - every row the table would index is in every table of one run with its code, or in a
+//!   pending list or a run's NULL rows: a lookup cannot miss it;
 //! - no TID is indexed twice (in two runs, or a run and a pending list);
 //! - the registry's records parse, and every page of the garbage they name is still owned
 //!   by it (no merge took it before no snapshot could read it);
-//! - no entry names a live heap tuple with another fingerprint: a lookup cannot return a
+//! - no entry names a live heap tuple with another code: a lookup cannot return a
 //!   wrong row. Entries of dead tuples are allowed (VACUUM removes them; one interrupted by
 //!   a crash may have cleaned some tables and not yet the others).
 //!
@@ -21,13 +21,17 @@
 
 use super::blocks;
 use super::build::scan_table;
+use super::codes::by_width;
 use super::merge::MergeLock;
 use super::meta;
 use super::page::{self, Kind};
 use super::registry::Registry;
 use super::run;
 use crate::support::memory::RowBudget;
-use neardup_core::search::index_page::{children, entries, Dead, Run, Tid, NO_BLOCK};
+use neardup_core::search::code_tables::{Code, Tables};
+use neardup_core::search::index_page::{
+    children, entries, Dead, Entry, Meta, Rest, Run, Tid, NO_BLOCK,
+};
 use neardup_core::search::prefix_bitmap::PrefixBitmap;
 use neardup_core::search::table_parts::Parts;
 use pgrx::pg_sys;
@@ -89,9 +93,41 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
         let _merges =
             (heap_lock() == pg_sys::ShareLock as pg_sys::LOCKMODE).then(|| MergeLock::wait(rel));
         let m = meta::read(rel);
+        let rows = by_width!(rel, L => check::<L>(heap, rel, &m));
+        check_registry(rel);
+        pg_sys::index_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        pg_sys::table_close(heap, heap_lock());
+        rows
+    }
+}
 
+/// The code of an entry of a pending list or a run's NULL rows (`None`: NULL).
+fn listed_code<P: Rest>(e: &Entry<P>) -> Option<Code<P>> {
+    (!e.is_null()).then_some((e.key, e.rest))
+}
+
+/// A code as the hex digits of its words.
+fn show<P: Rest>(code: Option<Code<P>>) -> String {
+    code.map_or("NULL".to_string(), |(key, rest)| {
+        std::iter::once(&key)
+            .chain(rest.words())
+            .map(|w| format!("{w:016x}"))
+            .collect()
+    })
+}
+
+/// Checks the runs and lists of the index `rel` of layout `L` against the heap; returns the
+/// heap rows verified.
+///
+/// # Safety
+/// `heap` and `rel` are open and locked as `hamming_index_check` locks them; `m` is the
+/// index's metapage.
+unsafe fn check<L: Tables>(heap: pg_sys::Relation, rel: pg_sys::Relation, m: &Meta) -> i64 {
+    type Row<P> = (Tid, Option<Code<P>>);
+    // SAFETY: as the caller promises.
+    unsafe {
         // Rows of the pending lists and the runs' NULL rows.
-        let mut listed: Vec<(Tid, Option<u64>)> = Vec::new();
+        let mut listed: Vec<Row<L::Rest>> = Vec::new();
         for list in [&m.pending, &m.sealed].into_iter().filter(|l| l.id != 0) {
             let pages = blocks::chain_blocks(rel, Kind::Pending, list.id, list.head).len();
             if pages != list.pages as usize {
@@ -100,32 +136,33 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
                     list.id, list.pages
                 ));
             }
-            run::for_each_pending(rel, list.id, list.head, |e| {
-                listed.push((e.heap_tid(), e.fingerprint()))
+            run::for_each_pending(rel, list.id, list.head, |e: Entry<L::Rest>| {
+                listed.push((e.heap_tid(), listed_code(&e)))
             });
         }
         for r in &m.runs {
-            run::for_each_pending(rel, r.id, r.nulls_head, |e| {
-                listed.push((e.heap_tid(), e.fingerprint()))
+            run::for_each_pending(rel, r.id, r.nulls_head, |e: Entry<L::Rest>| {
+                listed.push((e.heap_tid(), listed_code(&e)))
             });
         }
 
-        let (collected, _) = scan_table(heap, rel, pg_sys::BuildIndexInfo(rel), false);
-        let mut in_heap: Vec<(Tid, Option<u64>)> = collected
+        let (collected, _) = scan_table::<L::Rest>(heap, rel, pg_sys::BuildIndexInfo(rel), false);
+        let mut in_heap: Vec<Row<L::Rest>> = collected
             .rows
             .iter()
-            .map(|&(fp, tid)| (tid, Some(fp)))
+            .map(|&(code, tid)| (tid, Some(code)))
             .chain(collected.nulls.iter().map(|&tid| (tid, None)))
             .collect();
         drop(collected);
         in_heap.sort_unstable();
         // The heap rows (24 bytes), every indexed TID (16), one table's entries (16) and,
-        // briefly, the build scan's copy.
-        RowBudget::maintenance("hamming_index_check", 64).admit(in_heap.len() + listed.len());
-        let show = |fp: Option<u64>| fp.map_or("NULL".to_string(), |f| format!("{f:016x}"));
-        let missing = |tid: Tid, fp: Option<u64>| -> ! {
+        // briefly, the build scan's copy; the rest of a wide code in the first three.
+        let row_bytes = 64 + 3 * 8 * <L::Rest as Rest>::WORDS;
+        RowBudget::maintenance("hamming_index_check", row_bytes)
+            .admit(in_heap.len() + listed.len());
+        let missing = |tid: Tid, fp: Option<Code<L::Rest>>| -> ! {
             corrupt(format!(
-                "heap tuple ({},{}) with fingerprint {} is missing from the index",
+                "heap tuple ({},{}) with code {} is missing from the index",
                 tid.block,
                 tid.offset,
                 show(fp)
@@ -139,11 +176,11 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
                 .map(|&(_, fp)| fp)
                 .collect::<Vec<_>>()
         };
-        let check_entry = |tid: Tid, fp: Option<u64>| {
+        let check_entry = |tid: Tid, fp: Option<Code<L::Rest>>| {
             let live = heap_fp(tid);
             if !live.is_empty() && !live.contains(&fp) {
                 corrupt(format!(
-                    "index entry ({},{}) has fingerprint {} but the heap tuple has {}",
+                    "index entry ({},{}) has code {} but the heap tuple has {}",
                     tid.block,
                     tid.offset,
                     show(fp),
@@ -172,20 +209,20 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
             groups.push(merging.clone());
         }
         for group in groups {
-            let layout = meta::layout(&m, group[0]);
-            let mut first: Vec<(Tid, u64)> = Vec::new();
-            for t in 0..layout.tables().len() {
-                let table = &layout.tables()[t];
+            let layout: L = meta::layout(m, group[0]);
+            let mut first: Vec<(Tid, Code<L::Rest>)> = Vec::new();
+            for t in 0..layout.count() {
                 let mut rows = Vec::new();
                 for r in &group {
-                    let parts =
-                        Parts::of_run(r.trees.len(), layout.tables().len()).unwrap_or_else(|| {
-                            corrupt(format!("run {} has {} trees", r.id, r.trees.len()))
-                        });
+                    let parts = Parts::of_run(r.trees.len(), layout.count()).unwrap_or_else(|| {
+                        corrupt(format!("run {} has {} trees", r.id, r.trees.len()))
+                    });
                     let mut own = Vec::new();
                     for i in parts.trees_of(t) {
                         let keys = parts.range(parts.part_of(i));
-                        own.extend(check_tree(rel, r, i, keys, |key| table.invert(key)));
+                        own.extend(check_tree(rel, r, i, keys, |e: &Entry<L::Rest>| {
+                            layout.code(t, (e.key, e.rest))
+                        }));
                     }
                     // An input of an interrupted merge table by table gives its rows up
                     // with each tree of table 0, counting what the merge copied: a VACUUM
@@ -239,9 +276,6 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
                 missing(tid, fp);
             }
         });
-        check_registry(rel);
-        pg_sys::index_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        pg_sys::table_close(heap, heap_lock());
         in_heap.len() as i64
     }
 }
@@ -272,14 +306,14 @@ fn heap_lock() -> pg_sys::LOCKMODE {
 /// Checks tree `t` of a run: its leaves, in chain order, hold keys in order, within `keys`
 /// (its part of the key space); its directory leads to the same leaves in the same order,
 /// each under a first key no larger than the leaf's; the prefix bitmap of a small tree's
-/// root has the bit of every key. Returns its rows as (TID, fingerprint).
-fn check_tree(
+/// root has the bit of every key. Returns its rows as (TID, code).
+fn check_tree<P: Rest>(
     rel: pg_sys::Relation,
     r: &Run,
     t: usize,
     keys: (u64, u64),
-    fingerprint: impl Fn(u64) -> u64,
-) -> Vec<(Tid, u64)> {
+    code: impl Fn(&Entry<P>) -> Code<P>,
+) -> Vec<(Tid, Code<P>)> {
     let tree = &r.trees[t];
     let chain = blocks::chain_blocks(rel, Kind::Table, r.id, tree.first_leaf);
     if chain.len() != tree.leaves as usize {
@@ -335,7 +369,7 @@ fn check_tree(
     for (block, bound) in under {
         let locked = page::read_owned(rel, block, Kind::Table, r.id);
         // SAFETY: a locked leaf.
-        for e in entries(unsafe { page::contents(locked.page()) }) {
+        for e in entries::<P>(unsafe { page::contents(locked.page()) }) {
             if e.key < previous || e.key < bound {
                 corrupt(format!(
                     "run {} tree {t}: keys out of order at block {block}",
@@ -358,7 +392,7 @@ fn check_tree(
                 ));
             }
             previous = e.key;
-            rows.push((e.tid, fingerprint(e.key)));
+            rows.push((e.tid, code(&e)));
         }
     }
     rows.sort_unstable();

@@ -10,12 +10,14 @@
 //! as cached (index_pages_fetched), so parameterized joins through the index look as cheap
 //! as they are.
 
+use super::codes;
 use super::meta;
 use super::page;
 use super::scan::{pass_rows_cap, FIRST_PASS_ROWS, PASSES_BEFORE_SORTING};
 use crate::hamming_query::estimate::{batch_parts, Radius};
 use neardup_core::search::index_page;
 use neardup_core::search::nearest::passes_for_uniform;
+use neardup_core::search::permuted::Layout;
 use pgrx::prelude::*;
 use pgrx::{pg_sys, PgList};
 
@@ -39,7 +41,18 @@ pub unsafe extern "C-unwind" fn amcostestimate(
         let info = &*(*path).indexinfo;
         let index = pg_sys::index_open(info.indexoid, pg_sys::NoLock as pg_sys::LOCKMODE);
         let m = meta::read(index);
+        let wide = codes::words(index) != 1;
         pg_sys::index_close(index, pg_sys::NoLock as pg_sys::LOCKMODE);
+        if wide {
+            // Not searched yet (`scan::ambeginscan`): a path the planner never takes (the
+            // cost of a disabled plan node).
+            *startup_cost = 1.0e10;
+            *total_cost = 1.0e10;
+            *selectivity = 1.0;
+            *correlation = 0.0;
+            *pages = 0.0;
+            return;
+        }
 
         let (mut random_page, mut seq_page) = (0.0, 0.0);
         pg_sys::get_tablespace_page_costs(info.reltablespace, &mut random_page, &mut seq_page);
@@ -58,7 +71,7 @@ pub unsafe extern "C-unwind" fn amcostestimate(
             let mut candidates = pending_rows * probes.min(PASSES_BEFORE_SORTING as f64)
                 + probes * pending_rows.max(2.0).log2();
             for run in &m.runs {
-                let layout = meta::layout(&m, run);
+                let layout: Layout = meta::layout(&m, run);
                 let parts = meta::parts(&layout, run);
                 for (t, table) in layout.tables().iter().enumerate() {
                     // A probe reads one part of the table (its prefix is in one).
@@ -92,7 +105,7 @@ pub unsafe extern "C-unwind" fn amcostestimate(
             .runs
             .iter()
             .map(|r| {
-                let parts = meta::parts(&meta::layout(&m, r), r);
+                let parts = meta::parts(&meta::layout::<Layout>(&m, r), r);
                 r.trees[parts.trees_of(0)]
                     .iter()
                     .map(|t| t.leaves as f64)

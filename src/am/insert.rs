@@ -1,4 +1,4 @@
-//! INSERT: the row's (fingerprint, TID) is appended to the pending list, an unsorted chain of
+//! INSERT: the row's (code, TID) is appended to the pending list, an unsorted chain of
 //! pages that every scan reads (like GIN's fast-update list), at once and in the index's
 //! pages: nothing is held back in the backend, so every scan of every backend and parallel
 //! worker, TRUNCATE, REINDEX, SET TABLESPACE and savepoints see the index as PostgreSQL's
@@ -14,12 +14,14 @@
 //! the limit it waits (see `stall`).
 
 use super::build::tid_of;
+use super::codes::{self, by_width};
 use super::merge::{self, STALL_AFTER_LIMITS};
 use super::merge_worker;
 use super::meta;
 use super::options;
 use super::page::{self, Kind, Locked, Role, Xlog, META_BLOCK};
-use neardup_core::search::index_page::{Entry, List, Meta, ENTRY_SIZE, NO_BLOCK};
+use neardup_core::search::code_tables::Tables;
+use neardup_core::search::index_page::{Entry, List, Meta, Rest, NO_BLOCK};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
@@ -35,39 +37,40 @@ pub unsafe extern "C-unwind" fn aminsert(
     _index_unchanged: bool,
     _index_info: *mut pg_sys::IndexInfo,
 ) -> bool {
-    // SAFETY: one key column; PostgreSQL passes valid pointers.
-    let entry = unsafe {
-        let tid = tid_of(&*heap_tid);
-        if *isnull {
-            // Kept so that ORDER BY scans return the row (last, as a seq scan would).
-            Entry::null_row(tid)
-        } else {
-            Entry {
-                key: (*values).value() as u64,
-                tid,
+    by_width!(index, L => {
+        // SAFETY: one key column; PostgreSQL passes valid pointers.
+        let entry = unsafe {
+            let tid = tid_of(&*heap_tid);
+            if *isnull {
+                // Kept so that ORDER BY scans return the row (last, as a seq scan would).
+                Entry::null_row(tid)
+            } else {
+                let (key, rest) = codes::code_of::<<L as Tables>::Rest>(*values);
+                Entry::new(key, rest, tid)
             }
-        }
-    };
-    append(index, entry);
+        };
+        append(index, entry)
+    });
     false
 }
 
 /// Appends `entry` to the pending list; once the list holds `pending_limit` rows, writes it
 /// as a run (unless another backend is at it; past `STALL_AFTER_LIMITS` times the limit,
 /// after waiting for it).
-fn append(index: pg_sys::Relation, entry: Entry) {
-    let mut bytes = [0u8; ENTRY_SIZE];
-    entry.write(&mut bytes);
-    let rows = match append_to_tail(index, &bytes) {
+fn append<P: Rest>(index: pg_sys::Relation, entry: Entry<P>) {
+    let mut bytes = [0u8; super::run::MAX_ENTRY_SIZE];
+    let bytes = &mut bytes[..Entry::<P>::SIZE];
+    entry.write(bytes);
+    let rows = match append_to_tail(index, bytes) {
         Some(rows) => rows,
-        None => append_to_new_page(index, &bytes),
+        None => append_to_new_page(index, bytes),
     };
     let limit = options::of(index).pending_limit as u64;
     if rows < limit || merge_worker::hand_off(index, rows, limit) {
         return;
     }
     if rows >= STALL_AFTER_LIMITS * limit {
-        stall(index, limit);
+        stall::<P>(index, limit);
     } else {
         merge::try_flush(index);
     }
@@ -80,13 +83,13 @@ fn append(index: pg_sys::Relation, entry: Entry) {
 /// lock, so that it never waits for a whole VACUUM, and never makes the deadlock detector
 /// cancel an autovacuum that holds the lock; the wait shows in pg_stat_activity as
 /// wait_event_type `Extension`.
-fn stall(index: pg_sys::Relation, limit: u64) {
+fn stall<P: Rest>(index: pg_sys::Relation, limit: u64) {
     loop {
         if merge::try_flush(index) {
             return;
         }
         let m = meta::read(index);
-        if m.pending.row_capacity() < STALL_AFTER_LIMITS * limit {
+        if m.pending.row_capacity(Entry::<P>::SIZE) < STALL_AFTER_LIMITS * limit {
             return;
         }
         // SAFETY: this backend's latch; the wait is interruptible and ends with the
@@ -107,9 +110,9 @@ fn stall(index: pg_sys::Relation, limit: u64) {
 /// How often a stalled inserter looks again.
 const STALL_POLL_MS: i64 = 10;
 
-/// Rows of a pending list whose tail page holds `on_tail` entries.
-fn list_rows(list: &List, on_tail: usize) -> u64 {
-    (list.pages.saturating_sub(1) as u64) * page::ENTRIES_PER_PAGE as u64 + on_tail as u64
+/// Rows of a pending list whose tail page holds `on_tail` entries of `size` bytes.
+fn list_rows(list: &List, size: usize, on_tail: usize) -> u64 {
+    (list.pages.saturating_sub(1) as u64) * (page::CONTENTS / size) as u64 + on_tail as u64
 }
 
 /// Appends `bytes` to the tail page if it has room: the metapage in share mode (the list
@@ -125,12 +128,12 @@ fn append_to_tail(index: pg_sys::Relation, bytes: &[u8]) -> Option<u64> {
             return None;
         }
         let tail = Locked::read(index, main, list.tail, pg_sys::BUFFER_LOCK_EXCLUSIVE);
-        let used = page::contents(tail.page()).len() / ENTRY_SIZE;
-        if used >= page::ENTRIES_PER_PAGE {
+        let used = page::contents(tail.page()).len() / bytes.len();
+        if used >= page::CONTENTS / bytes.len() {
             return None;
         }
         page::append_logged(index, &tail, bytes);
-        Some(list_rows(&list, used + 1))
+        Some(list_rows(&list, bytes.len(), used + 1))
     }
 }
 
@@ -146,10 +149,10 @@ fn append_to_new_page(index: pg_sys::Relation, bytes: &[u8]) -> u64 {
         let tail = (m.pending.tail != NO_BLOCK)
             .then(|| Locked::read(index, main, m.pending.tail, pg_sys::BUFFER_LOCK_EXCLUSIVE));
         if let Some(t) = &tail {
-            let used = page::contents(t.page()).len() / ENTRY_SIZE;
-            if used < page::ENTRIES_PER_PAGE {
+            let used = page::contents(t.page()).len() / bytes.len();
+            if used < page::CONTENTS / bytes.len() {
                 page::append_logged(index, t, bytes);
-                return list_rows(&m.pending, used + 1);
+                return list_rows(&m.pending, bytes.len(), used + 1);
             }
         }
         let fresh = match m.spare.pop() {
@@ -169,7 +172,7 @@ fn append_to_new_page(index: pg_sys::Relation, bytes: &[u8]) -> u64 {
         m.pending.pages += 1;
         meta::encode(xlog.register(&metapage, false), &m);
         xlog.finish();
-        list_rows(&m.pending, 1)
+        list_rows(&m.pending, bytes.len(), 1)
     }
 }
 

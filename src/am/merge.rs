@@ -25,6 +25,7 @@
 //! `neardup_core::search::merge_policy`.
 
 use super::build::choose_layout;
+use super::codes::by_width;
 use super::meta;
 use super::options;
 use super::page::{self, Kind, META_BLOCK};
@@ -33,9 +34,9 @@ use super::registry::{self, REGISTRY_BLOCK};
 use super::run::{self, InUse, PageWriter};
 use super::spool::Spool;
 use super::vacuum_delay_point;
-use neardup_core::search::index_page::{Dead, Entry, List, Meta, Run, Tid, Tree, NO_BLOCK};
+use neardup_core::search::code_tables::{Code, Tables};
+use neardup_core::search::index_page::{Dead, Entry, List, Meta, Rest, Run, Tid, Tree, NO_BLOCK};
 use neardup_core::search::merge_policy::merge_from;
-use neardup_core::search::permuted::Layout;
 use pgrx::pg_sys;
 
 fn merge_lock_mode() -> pg_sys::LOCKMODE {
@@ -90,6 +91,11 @@ pub fn flush_and_merge(index: pg_sys::Relation) {
 /// lock it holds); returns false if it stopped. A merge stopped between tables leaves a
 /// consistent index, which the next merge finishes (as after a crash).
 pub fn flush_and_merge_until(index: pg_sys::Relation, stop: &dyn Fn() -> bool) -> bool {
+    by_width!(index, L => flush_and_merge_as::<L>(index, stop))
+}
+
+/// `flush_and_merge_until` of an index of layout `L`.
+fn flush_and_merge_as<L: Tables>(index: pg_sys::Relation, stop: &dyn Fn() -> bool) -> bool {
     let m = meta::read(index);
     if m.merging != 0 {
         if m.runs.iter().any(|r| r.id == m.merging) {
@@ -98,7 +104,7 @@ pub fn flush_and_merge_until(index: pg_sys::Relation, stop: &dyn Fn() -> bool) -
             // the same owner and tree as those it is about to write, and would look in use
             // once that tree is published: stamp them free first.
             release_unwritten_tables(index, &m);
-            if !continue_by_table(index, m.merging, stop) {
+            if !continue_by_table::<L>(index, m.merging, stop) {
                 return false;
             }
         } else {
@@ -112,8 +118,8 @@ pub fn flush_and_merge_until(index: pg_sys::Relation, stop: &dyn Fn() -> bool) -
     }
     registry::recycle(index);
     seal(index);
-    let done = merge_while_needed(index, Goal::Policy, stop);
-    refill_spare(index);
+    let done = merge_while_needed::<L>(index, Goal::Policy, stop);
+    refill_spare::<L::Rest>(index);
     done
 }
 
@@ -128,16 +134,22 @@ pub fn flush_and_merge_until(index: pg_sys::Relation, stop: &dyn Fn() -> bool) -
 /// its rows costs a lookup less than probing the tables of a run of them. Stops as
 /// `flush_and_merge_until` does; returns false if it stopped.
 pub fn compact_until(index: pg_sys::Relation, stop: &dyn Fn() -> bool) -> bool {
+    by_width!(index, L => compact_as::<L>(index, stop))
+}
+
+/// `compact_until` of an index of layout `L`.
+fn compact_as<L: Tables>(index: pg_sys::Relation, stop: &dyn Fn() -> bool) -> bool {
     let m = meta::read(index);
     let limit = options::of(index).pending_limit as u64;
-    if (m.merging != 0 || m.sealed.id != 0 || m.pending.row_capacity() >= limit)
-        && !flush_and_merge_until(index, stop)
+    let pending = |m: &Meta| m.pending.row_capacity(Entry::<L::Rest>::SIZE);
+    if (m.merging != 0 || m.sealed.id != 0 || pending(&m) >= limit)
+        && !flush_and_merge_as::<L>(index, stop)
     {
         return false;
     }
     let m = meta::read(index);
     let largest = m.runs.iter().map(|r| r.rows).max().unwrap_or(0);
-    let rest = m.run_rows() + m.pending.row_capacity() - largest;
+    let rest = m.run_rows() + pending(&m) - largest;
     let goal = if rest == 0 {
         return true;
     } else if rest.saturating_mul(COMPACT_FRACTION) >= largest {
@@ -149,8 +161,8 @@ pub fn compact_until(index: pg_sys::Relation, stop: &dyn Fn() -> bool) -> bool {
     };
     registry::recycle(index);
     seal(index);
-    let done = merge_while_needed(index, goal, stop);
-    refill_spare(index);
+    let done = merge_while_needed::<L>(index, goal, stop);
+    refill_spare::<L::Rest>(index);
     done
 }
 
@@ -186,7 +198,11 @@ enum Goal {
 }
 
 /// Merges until `goal` is reached (true), or until `stop` (false).
-fn merge_while_needed(index: pg_sys::Relation, goal: Goal, stop: &dyn Fn() -> bool) -> bool {
+fn merge_while_needed<L: Tables>(
+    index: pg_sys::Relation,
+    goal: Goal,
+    stop: &dyn Fn() -> bool,
+) -> bool {
     loop {
         if stop() {
             return false;
@@ -204,7 +220,7 @@ fn merge_while_needed(index: pg_sys::Relation, goal: Goal, stop: &dyn Fn() -> bo
         }
         sizes.sort_by_key(|s| std::cmp::Reverse(s.0));
         let counts: Vec<u64> = sizes.iter().map(|s| s.0).collect();
-        let from = if goal == Goal::OneRun || crowded(index, &m) {
+        let from = if goal == Goal::OneRun || crowded::<L>(index, &m) {
             // Compacting, or the metapage has room for few more runs: all merge into one.
             Some(0).filter(|_| sizes.len() > 1)
         } else if goal == Goal::TwoRuns && sizes.len() > 2 {
@@ -226,24 +242,24 @@ fn merge_while_needed(index: pg_sys::Relation, goal: Goal, stop: &dyn Fn() -> bo
         let with_sealed = chosen.iter().any(|c| c.1.is_none());
         let rows: u64 = chosen.iter().map(|c| c.0).sum();
         let done = if with_sealed && (inputs.is_empty() || rows <= SMALL_MERGE) {
-            merge(index, &m, inputs, sealed)
+            merge::<L>(index, &m, inputs, sealed)
         } else if with_sealed {
             // A large merge goes table by table, without the sealed list: write that alone.
-            merge(index, &m, Vec::new(), sealed)
+            merge::<L>(index, &m, Vec::new(), sealed)
         } else {
-            let layout = choose_layout(index, rows);
+            let layout: L = choose_layout(index, rows);
             // Runs of an older format (one tree per table) merge whole, once.
             let trees = meta::new_trees(&layout);
             if inputs
                 .iter()
                 .all(|r| r.blocks == layout.blocks() && r.trees.len() == trees)
             {
-                match merge_by_table(index, &m, &inputs, stop) {
+                match merge_by_table::<L>(index, &m, &inputs, stop) {
                     Some(finished) => finished,
                     None => return false,
                 }
             } else {
-                merge(index, &m, inputs, None)
+                merge::<L>(index, &m, inputs, None)
             }
         };
         if !done {
@@ -255,13 +271,15 @@ fn merge_while_needed(index: pg_sys::Relation, goal: Goal, stop: &dyn Fn() -> bo
 /// Whether the metapage lacks room for two more runs as large as any the index may write
 /// (a run from the pending list and a merge's output): past that, merges take every run,
 /// so the metapage never overflows whatever the options and row counts.
-fn crowded(index: pg_sys::Relation, m: &Meta) -> bool {
-    let rows = m.run_rows() + m.pending.row_capacity() + m.sealed.row_capacity();
+fn crowded<L: Tables>(index: pg_sys::Relation, m: &Meta) -> bool {
+    let rows = m.run_rows()
+        + m.pending.row_capacity(Entry::<L::Rest>::SIZE)
+        + m.sealed.row_capacity(Entry::<L::Rest>::SIZE);
     let trees = m
         .runs
         .iter()
         .map(|r| r.trees.len())
-        .chain([meta::new_trees(&choose_layout(index, rows))])
+        .chain([meta::new_trees(&choose_layout::<L>(index, rows))])
         .max()
         .unwrap_or(0);
     let mut after = m.clone();
@@ -284,35 +302,40 @@ fn crowded(index: pg_sys::Relation, m: &Meta) -> bool {
 /// one more run.
 const SMALL_MERGE: u64 = 65536;
 
-/// The rows of a pending list: fingerprints, and the TIDs of NULL ones.
-struct ListRows {
+/// The rows of a pending list: codes, and the TIDs of NULL ones.
+struct ListRows<P: Rest> {
     list: List,
-    rows: Vec<(u64, Tid)>,
+    rows: Vec<(Code<P>, Tid)>,
     nulls: Vec<Tid>,
 }
 
-fn read_list(index: pg_sys::Relation, list: &List) -> ListRows {
+fn read_list<P: Rest>(index: pg_sys::Relation, list: &List) -> ListRows<P> {
     let mut out = ListRows {
         list: *list,
         rows: Vec::new(),
         nulls: Vec::new(),
     };
-    run::for_each_pending(index, list.id, list.head, |e| match e.fingerprint() {
-        Some(fp) => out.rows.push((fp, e.heap_tid())),
-        None => out.nulls.push(e.heap_tid()),
+    run::for_each_pending(index, list.id, list.head, |e: Entry<P>| {
+        if e.is_null() {
+            out.nulls.push(e.heap_tid());
+        } else {
+            out.rows.push(((e.key, e.rest), e.tid));
+        }
     });
     out
 }
 
-/// Bytes per row of an in-memory merge: one permuted table (16) and the sort's scratch.
-const MERGE_BYTES_PER_ROW: u64 = 24;
-
 /// Merges `inputs` and `sealed` into one run and publishes it; false if the metapage has no
 /// room for the result (it waits for the next merge, which takes more runs).
-fn merge(index: pg_sys::Relation, m: &Meta, inputs: Vec<Run>, sealed: Option<ListRows>) -> bool {
+fn merge<L: Tables>(
+    index: pg_sys::Relation,
+    m: &Meta,
+    inputs: Vec<Run>,
+    sealed: Option<ListRows<L::Rest>>,
+) -> bool {
     let rows: u64 = inputs.iter().map(|r| r.rows).sum::<u64>()
         + sealed.as_ref().map_or(0, |s| s.rows.len() as u64);
-    let layout = choose_layout(index, rows);
+    let layout: L = choose_layout(index, rows);
     let mut after = m.clone();
     after.runs.retain(|r| !inputs.iter().any(|i| i.id == r.id));
     after.runs.push(Run {
@@ -342,7 +365,9 @@ fn merge(index: pg_sys::Relation, m: &Meta, inputs: Vec<Run>, sealed: Option<Lis
 
     let mut nulls: Vec<Tid> = Vec::new();
     for r in &inputs {
-        run::for_each_pending(index, r.id, r.nulls_head, |e| nulls.push(e.heap_tid()));
+        run::for_each_pending(index, r.id, r.nulls_head, |e: Entry<L::Rest>| {
+            nulls.push(e.heap_tid())
+        });
     }
     let no_rows = Vec::new();
     let (sealed_rows, sealed_list) = match &sealed {
@@ -354,16 +379,18 @@ fn merge(index: pg_sys::Relation, m: &Meta, inputs: Vec<Run>, sealed: Option<Lis
     };
     // SAFETY: a GUC of this backend, read on its only thread.
     let budget = unsafe { pg_sys::maintenance_work_mem }.max(64) as u64 * 1024;
-    let new_run = if rows * MERGE_BYTES_PER_ROW <= budget {
+    // Bytes per row of an in-memory merge: one table's entry and the sort's scratch.
+    let bytes_per_row = (std::mem::size_of::<Entry<L::Rest>>() * 3 / 2) as u64;
+    let new_run = if rows * bytes_per_row <= budget {
         run::write_run(&mut out, id, &layout, &nulls, |t, emit| {
-            for (key, tid) in in_memory_table(index, m, &inputs, sealed_rows, &layout, t) {
-                emit(key, tid);
+            for entry in in_memory_table(index, m, &inputs, sealed_rows, &layout, t) {
+                emit(entry);
             }
         })
     } else {
         let mut spool = Spool::new();
-        for_each_row(index, m, &inputs, sealed_rows, |fp, tid| {
-            spool.push(fp, tid, |_| layout.clone())
+        for_each_row::<L>(index, m, &inputs, sealed_rows, |code, tid| {
+            spool.push(code, tid, |_| layout.clone())
         });
         run::write_run(&mut out, id, &layout, &nulls, |t, emit| {
             spool.sorted_table(&layout, t, &mut *emit)
@@ -399,7 +426,7 @@ fn merge(index: pg_sys::Relation, m: &Meta, inputs: Vec<Run>, sealed: Option<Lis
 /// inserts do not wait for the whole merge.
 /// Returns whether it ran (false: no room in the metapage), or `None` if `stop` stopped it
 /// between tables.
-fn merge_by_table(
+fn merge_by_table<L: Tables>(
     index: pg_sys::Relation,
     m: &Meta,
     inputs: &[Run],
@@ -420,13 +447,13 @@ fn merge_by_table(
         m.merging = id;
         m.merge_inputs = inputs.iter().map(|r| r.id).collect();
     });
-    continue_by_table(index, id, stop).then_some(true)
+    continue_by_table::<L>(index, id, stop).then_some(true)
 }
 
 /// Writes and publishes the trees the merge `id` (recorded in the metapage) has not written
 /// yet, one at a time (each a part of a table: `table_parts`); false if `stop` stopped it
 /// between two trees.
-fn continue_by_table(index: pg_sys::Relation, id: u32, stop: &dyn Fn() -> bool) -> bool {
+fn continue_by_table<L: Tables>(index: pg_sys::Relation, id: u32, stop: &dyn Fn() -> bool) -> bool {
     loop {
         let m = meta::read(index);
         let inputs: Vec<&Run> = m
@@ -446,15 +473,15 @@ fn continue_by_table(index: pg_sys::Relation, id: u32, stop: &dyn Fn() -> bool) 
             return true;
         };
         // The trees of table 0 carry the rows' count: each moves its rows to the new run.
-        let parts = meta::parts(&meta::layout(&m, inputs[0]), inputs[0]);
+        let parts = meta::parts(&meta::layout::<L>(&m, inputs[0]), inputs[0]);
         let table_zero = parts.table_of(t) == 0;
         let mut out = PageWriter::for_merge(index);
-        let mut tree = run::TreeWriter::new(id, t as u16);
+        let mut tree = run::TreeWriter::<L::Rest>::new(id, t as u16);
         // Counted, not taken from the inputs' counts (see `run::write_run`).
         let mut written = 0u64;
         let mut moved = vec![0u64; inputs.len()];
-        run::merge_sorted(index, &inputs, t, |input, key, tid| {
-            tree.push(&mut out, key, tid);
+        run::merge_sorted(index, &inputs, t, |input, entry| {
+            tree.push(&mut out, entry);
             written += 1;
             moved[input] += 1;
         });
@@ -462,9 +489,11 @@ fn continue_by_table(index: pg_sys::Relation, id: u32, stop: &dyn Fn() -> bool) 
         let nulls = (!started).then(|| {
             let mut nulls = Vec::new();
             for r in &inputs {
-                run::for_each_pending(index, r.id, r.nulls_head, |e| nulls.push(e.heap_tid()));
+                run::for_each_pending(index, r.id, r.nulls_head, |e: Entry<L::Rest>| {
+                    nulls.push(e.heap_tid())
+                });
             }
-            run::write_nulls(&mut out, id, &nulls)
+            run::write_nulls::<L::Rest>(&mut out, id, &nulls)
         });
         // What each input gives up: its tree t, and with the first tree its NULL rows.
         let retired: Vec<Dead> = inputs
@@ -537,7 +566,7 @@ fn continue_by_table(index: pg_sys::Relation, id: u32, stop: &dyn Fn() -> bool) 
         // The inputs' copies of the tree are reused at once for the next tree when no scan
         // can read them: the index needs room for one more tree, not one more run.
         registry::recycle(index);
-        flush_pending_past_limit(index);
+        flush_pending_past_limit::<L>(index);
         if stop() {
             return false;
         }
@@ -546,73 +575,75 @@ fn continue_by_table(index: pg_sys::Relation, id: u32, stop: &dyn Fn() -> bool) 
 
 /// Writes the pending list as a run of its own if it holds `pending_limit` rows (between
 /// the tables of a long merge, so that inserts never wait for all of it).
-fn flush_pending_past_limit(index: pg_sys::Relation) {
+fn flush_pending_past_limit<L: Tables>(index: pg_sys::Relation) {
     let limit = options::of(index).pending_limit as u64;
     let m = meta::read(index);
-    let rows = m.pending.row_capacity();
+    let rows = m.pending.row_capacity(Entry::<L::Rest>::SIZE);
     if m.sealed.id != 0 || rows < limit {
         return;
     }
     seal(index);
     let m = meta::read(index);
     let sealed = read_list(index, &m.sealed);
-    merge(index, &m, Vec::new(), Some(sealed));
+    merge::<L>(index, &m, Vec::new(), Some(sealed));
 }
 
 /// Table `t` of `layout` over the inputs, sorted. Inputs with the same layout give their
 /// table `t`, already sorted, and the stable sort merges those runs in linear passes;
-/// others give their table 0, permuted anew.
-fn in_memory_table(
+/// others give their table 0, ordered anew.
+fn in_memory_table<L: Tables>(
     index: pg_sys::Relation,
     m: &Meta,
     inputs: &[Run],
-    sealed: &[(u64, Tid)],
-    layout: &Layout,
+    sealed: &[(Code<L::Rest>, Tid)],
+    layout: &L,
     t: usize,
-) -> Vec<(u64, Tid)> {
-    let table = &layout.tables()[t];
-    let mut rows: Vec<(u64, Tid)> = Vec::new();
+) -> Vec<Entry<L::Rest>> {
+    let ordered = |code: Code<L::Rest>, tid: Tid| {
+        let (key, rest) = layout.order(t, code);
+        Entry::new(key, rest, tid)
+    };
+    let mut rows: Vec<Entry<L::Rest>> = Vec::new();
     for r in inputs {
-        let own = meta::layout(m, r);
+        let own: L = meta::layout(m, r);
         let parts = meta::parts(&own, r);
         if r.blocks == layout.blocks() {
-            run::for_each_table_entry(index, r, parts, t, |e: Entry| rows.push((e.key, e.tid)));
+            run::for_each_table_entry(index, r, parts, t, |e| rows.push(e));
         } else {
-            let first = &own.tables()[0];
-            run::for_each_table_entry(index, r, parts, 0, |e: Entry| {
-                rows.push((table.apply(first.invert(e.key)), e.tid))
+            run::for_each_table_entry(index, r, parts, 0, |e: Entry<L::Rest>| {
+                rows.push(ordered(own.code(0, (e.key, e.rest)), e.tid))
             });
         }
     }
-    rows.extend(sealed.iter().map(|&(fp, tid)| (table.apply(fp), tid)));
+    rows.extend(sealed.iter().map(|&(code, tid)| ordered(code, tid)));
     pgrx::check_for_interrupts!();
-    rows.sort();
+    rows.sort_by_key(Entry::order);
     rows
 }
 
-/// Every (fingerprint, TID) of the inputs.
-fn for_each_row(
+/// Every (code, TID) of the inputs.
+fn for_each_row<L: Tables>(
     index: pg_sys::Relation,
     m: &Meta,
     inputs: &[Run],
-    sealed: &[(u64, Tid)],
-    mut emit: impl FnMut(u64, Tid),
+    sealed: &[(Code<L::Rest>, Tid)],
+    mut emit: impl FnMut(Code<L::Rest>, Tid),
 ) {
     for r in inputs {
-        let own = meta::layout(m, r);
-        let first = &own.tables()[0];
-        run::for_each_table_entry(index, r, meta::parts(&own, r), 0, |e| {
-            emit(first.invert(e.key), e.tid)
+        let own: L = meta::layout(m, r);
+        run::for_each_table_entry(index, r, meta::parts(&own, r), 0, |e: Entry<L::Rest>| {
+            emit(own.code(0, (e.key, e.rest)), e.tid)
         });
     }
-    sealed.iter().for_each(|&(fp, tid)| emit(fp, tid));
+    sealed.iter().for_each(|&(code, tid)| emit(code, tid));
 }
 
 /// Sets free pages aside for the pending list (inserts then reuse space without searching
 /// the free space map, where a merge could take the same page).
-fn refill_spare(index: pg_sys::Relation) {
+fn refill_spare<P: Rest>(index: pg_sys::Relation) {
     let m = meta::read(index);
-    let per_list = options::of(index).pending_limit as usize / page::ENTRIES_PER_PAGE + 1;
+    let per_list =
+        options::of(index).pending_limit as usize / (page::CONTENTS / Entry::<P>::SIZE) + 1;
     // Enough for the list to grow to where inserters wait for the merge (see `insert`).
     let want = ((STALL_AFTER_LIMITS as usize + 1) * per_list)
         .min(MAX_SPARE)

@@ -1,8 +1,8 @@
 //! Reading and writing the metapage (block 0).
 
 use super::page::{self, Kind, Locked, Xlog, META_BLOCK};
+use neardup_core::search::code_tables::Tables;
 use neardup_core::search::index_page::{Meta, Run, VERSION};
-use neardup_core::search::permuted::Layout;
 use neardup_core::search::table_parts::Parts;
 use pgrx::pg_sys;
 
@@ -69,10 +69,10 @@ pub fn fits(meta: &Meta) -> bool {
     meta.encoded_len() <= page::CONTENTS
 }
 
-/// The permuted-table layout of a run.
-pub fn layout(meta: &Meta, run: &Run) -> Layout {
-    Layout::new(run.blocks, meta.max_distance)
-        .unwrap_or_else(|e| pgrx::error!("hamming index metapage: {}", e.0))
+/// The layout of a run's tables.
+pub fn layout<L: Tables>(meta: &Meta, run: &Run) -> L {
+    L::of_run(run.blocks, meta.max_distance)
+        .unwrap_or_else(|e| pgrx::error!("hamming index metapage: {e}"))
 }
 
 /// Changes the metapage in one WAL record: `change` edits a copy read under the exclusive
@@ -97,23 +97,23 @@ pub fn update(index: pg_sys::Relation, change: impl FnOnce(&mut Meta)) -> Meta {
 
 /// The parts each table of `run` is stored in (see `table_parts`); ERROR if its trees do not
 /// fit its layout.
-pub fn parts(layout: &Layout, run: &Run) -> Parts {
-    Parts::of_run(run.trees.len(), layout.tables().len()).unwrap_or_else(|| {
+pub fn parts(layout: &impl Tables, run: &Run) -> Parts {
+    Parts::of_run(run.trees.len(), layout.count()).unwrap_or_else(|| {
         pgrx::error!(
             "hamming index metapage: run {} has {} trees for {} tables",
             run.id,
             run.trees.len(),
-            layout.tables().len()
+            layout.count()
         )
     })
 }
 
 /// The parts each table of a run written now with `layout` is stored in.
-pub fn new_parts(layout: &Layout) -> Parts {
-    Parts::for_tables(layout.tables().len())
+pub fn new_parts(layout: &impl Tables) -> Parts {
+    Parts::for_tables(layout.count())
 }
 
 /// The trees a run written now with `layout` has.
-pub fn new_trees(layout: &Layout) -> usize {
-    layout.tables().len() * new_parts(layout).count()
+pub fn new_trees(layout: &impl Tables) -> usize {
+    layout.count() * new_parts(layout).count()
 }

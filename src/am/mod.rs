@@ -8,6 +8,7 @@
 mod blocks;
 mod build;
 mod check;
+mod codes;
 mod cost;
 mod insert;
 mod merge;

@@ -9,11 +9,11 @@
 use super::meta;
 use super::page::{self, Kind, Locked, Role, Xlog};
 use super::registry::{Registry, REGISTRY_BLOCK};
+use neardup_core::search::code_tables::Tables;
 use neardup_core::search::index_page::{
-    child_for, entries, write_child, Entry, Garbage, Meta, Run, Tid, Tree, CHILDREN_PER_PAGE,
-    CHILD_SIZE, ENTRY_SIZE, NO_BLOCK,
+    child_for, entries, write_child, Entry, Garbage, Meta, Rest, Run, Tid, Tree, CHILDREN_PER_PAGE,
+    CHILD_SIZE, NO_BLOCK,
 };
-use neardup_core::search::permuted::Layout;
 use neardup_core::search::prefix_bitmap::{PrefixBitmap, CHILDREN_BESIDE_BITMAP};
 use neardup_core::search::table_parts::Parts;
 use pgrx::pg_sys;
@@ -210,17 +210,18 @@ impl Chain {
     }
 }
 
-/// Writes one permuted table from its entries in key order.
-pub struct TreeWriter {
+/// Writes one table (a tree of it) from its entries in (key, TID) order.
+pub struct TreeWriter<P: Rest> {
     owner: u32,
     table: u16,
     leaves: Chain,
     /// Its keys' prefixes, stored in its root if the table is small enough.
     prefixes: PrefixBitmap,
+    rest: std::marker::PhantomData<P>,
 }
 
-impl TreeWriter {
-    pub fn new(owner: u32, table: u16) -> TreeWriter {
+impl<P: Rest> TreeWriter<P> {
+    pub fn new(owner: u32, table: u16) -> TreeWriter<P> {
         let role = Role {
             kind: Kind::Table,
             owner,
@@ -230,16 +231,18 @@ impl TreeWriter {
         TreeWriter {
             owner,
             table,
-            leaves: Chain::new(role, ENTRY_SIZE, true),
+            leaves: Chain::new(role, Entry::<P>::SIZE, true),
             prefixes: PrefixBitmap::default(),
+            rest: std::marker::PhantomData,
         }
     }
 
-    pub fn push(&mut self, out: &mut PageWriter, key: u64, tid: Tid) {
-        self.prefixes.insert(key);
-        let mut bytes = [0u8; ENTRY_SIZE];
-        Entry { key, tid }.write(&mut bytes);
-        self.leaves.push(out, &bytes);
+    pub fn push(&mut self, out: &mut PageWriter, entry: Entry<P>) {
+        self.prefixes.insert(entry.key);
+        let mut bytes = [0u8; MAX_ENTRY_SIZE];
+        let bytes = &mut bytes[..Entry::<P>::SIZE];
+        entry.write(bytes);
+        self.leaves.push(out, bytes);
     }
 
     /// Writes the last leaf and the directory above the leaves; a root over few enough
@@ -256,7 +259,7 @@ impl TreeWriter {
         // (first key, block) of each node of the level below.
         let mut level: Vec<(u64, u32)> = heads
             .into_iter()
-            .map(|(item, block)| (Entry::read(&item).key, block))
+            .map(|(item, block)| (Entry::<P>::read(&item).key, block))
             .collect();
         let mut depth = 1u16;
         loop {
@@ -293,41 +296,45 @@ impl TreeWriter {
     }
 }
 
-/// Writes the rows whose fingerprint is NULL as a chain of pending pages owned by `owner`;
+/// The widest entry: of a 256-bit code.
+pub const MAX_ENTRY_SIZE: usize = neardup_core::search::index_page::entry_size(3);
+
+/// Writes the rows whose code is NULL as a chain of pending pages owned by `owner`;
 /// returns its first block and pages.
-pub fn write_nulls(out: &mut PageWriter, owner: u32, nulls: &[Tid]) -> (u32, u32) {
-    let mut chain = Chain::new(Role::new(Kind::Pending, owner), ENTRY_SIZE, false);
-    let mut bytes = [0u8; ENTRY_SIZE];
+pub fn write_nulls<P: Rest>(out: &mut PageWriter, owner: u32, nulls: &[Tid]) -> (u32, u32) {
+    let mut chain = Chain::new(Role::new(Kind::Pending, owner), Entry::<P>::SIZE, false);
+    let mut bytes = [0u8; MAX_ENTRY_SIZE];
+    let bytes = &mut bytes[..Entry::<P>::SIZE];
     for &tid in nulls {
-        Entry::null_row(tid).write(&mut bytes);
-        chain.push(out, &bytes);
+        Entry::<P>::null_row(tid).write(bytes);
+        chain.push(out, bytes);
     }
     let (first, pages, _) = chain.finish(out);
     (first, pages)
 }
 
-/// Writes a run: table `t` of `layout` from `sorted(t, emit)`, which emits its (permuted
-/// key, TID) in order, as the trees of its parts (`table_parts`), and the NULL rows.
-pub fn write_run(
+/// Writes a run: table `t` of `layout` from `sorted(t, emit)`, which emits its entries in
+/// (key, TID) order, as the trees of its parts (`table_parts`), and the NULL rows.
+pub fn write_run<L: Tables>(
     out: &mut PageWriter,
     id: u32,
-    layout: &Layout,
+    layout: &L,
     nulls: &[Tid],
-    mut sorted: impl FnMut(usize, &mut dyn FnMut(u64, Tid)),
+    mut sorted: impl FnMut(usize, &mut dyn FnMut(Entry<L::Rest>)),
 ) -> Run {
     let parts = meta::new_parts(layout);
     let mut rows = 0;
     let mut trees = Vec::with_capacity(meta::new_trees(layout));
-    for t in 0..layout.tables().len() {
+    for t in 0..layout.count() {
         let mut part = 0;
         let mut tree = TreeWriter::new(id, parts.trees_of(t).start as u16);
-        sorted(t, &mut |key, tid| {
-            while parts.of_key(key) > part {
+        sorted(t, &mut |entry| {
+            while parts.of_key(entry.key) > part {
                 let next = TreeWriter::new(id, tree.table + 1);
                 trees.push(std::mem::replace(&mut tree, next).finish(out));
                 part += 1;
             }
-            tree.push(out, key, tid);
+            tree.push(out, entry);
             rows += u64::from(t == 0);
         });
         trees.push(tree.finish(out));
@@ -335,7 +342,7 @@ pub fn write_run(
             trees.push(Tree::EMPTY);
         }
     }
-    let (nulls_head, nulls_pages) = write_nulls(out, id, nulls);
+    let (nulls_head, nulls_pages) = write_nulls::<L::Rest>(out, id, nulls);
     Run {
         id,
         blocks: layout.blocks(),
@@ -395,11 +402,11 @@ pub fn walk_leaves(
 }
 
 /// Calls `emit` with every entry of `tree`, in key order.
-pub fn for_each_entry(
+pub fn for_each_entry<P: Rest>(
     index: pg_sys::Relation,
     owner: u32,
     tree: &Tree,
-    mut emit: impl FnMut(Entry),
+    mut emit: impl FnMut(Entry<P>),
 ) {
     walk_leaves(index, owner, tree.first_leaf, |contents| {
         entries(contents).for_each(&mut emit);
@@ -409,12 +416,12 @@ pub fn for_each_entry(
 
 /// Calls `emit` with every entry of table `t` of `run`, whose tables are in `parts`: its
 /// trees one after the other, in key order.
-pub fn for_each_table_entry(
+pub fn for_each_table_entry<P: Rest>(
     index: pg_sys::Relation,
     run: &Run,
     parts: Parts,
     t: usize,
-    mut emit: impl FnMut(Entry),
+    mut emit: impl FnMut(Entry<P>),
 ) {
     for tree in &run.trees[parts.trees_of(t)] {
         for_each_entry(index, run.id, tree, &mut emit);
@@ -422,11 +429,11 @@ pub fn for_each_table_entry(
 }
 
 /// Calls `emit` with every entry of a chain of pending pages owned by `owner`.
-pub fn for_each_pending(
+pub fn for_each_pending<P: Rest>(
     index: pg_sys::Relation,
     owner: u32,
     head: u32,
-    mut emit: impl FnMut(Entry),
+    mut emit: impl FnMut(Entry<P>),
 ) {
     let mut block = head;
     while block != NO_BLOCK {
@@ -440,24 +447,24 @@ pub fn for_each_pending(
     }
 }
 
-/// Calls `emit` with the entries of tree `t` of every input run in key order, each with the
-/// index of its input: a merge of the sorted leaf chains, holding one page of each in memory
-/// (and no buffer lock).
-pub fn merge_sorted(
+/// Calls `emit` with the entries of tree `t` of every input run in (key, TID) order, each
+/// with the index of its input: a merge of the sorted leaf chains, holding one page of each
+/// in memory (and no buffer lock).
+pub fn merge_sorted<P: Rest>(
     index: pg_sys::Relation,
     inputs: &[&Run],
     t: usize,
-    mut emit: impl FnMut(usize, u64, Tid),
+    mut emit: impl FnMut(usize, Entry<P>),
 ) {
-    struct Cursor {
+    struct Cursor<P: Rest> {
         owner: u32,
         next: u32,
-        page: Vec<Entry>,
+        page: Vec<Entry<P>>,
         at: usize,
     }
-    impl Cursor {
+    impl<P: Rest> Cursor<P> {
         /// The current entry, reading the next leaf when this one is done.
-        fn peek(&mut self, index: pg_sys::Relation) -> Option<Entry> {
+        fn peek(&mut self, index: pg_sys::Relation) -> Option<Entry<P>> {
             while self.at == self.page.len() {
                 if self.next == NO_BLOCK {
                     return None;
@@ -473,7 +480,7 @@ pub fn merge_sorted(
             Some(self.page[self.at])
         }
     }
-    let mut cursors: Vec<Cursor> = inputs
+    let mut cursors: Vec<Cursor<P>> = inputs
         .iter()
         .map(|r| Cursor {
             owner: r.id,
@@ -484,28 +491,25 @@ pub fn merge_sorted(
         .collect();
     // Few inputs (the merge policy keeps runs few): the smallest head is found by a scan,
     // which costs less than a heap's sifting.
-    let mut heads: Vec<Option<(u64, Tid)>> = cursors
-        .iter_mut()
-        .map(|c| c.peek(index).map(|e| (e.key, e.tid)))
-        .collect();
+    let mut heads: Vec<Option<Entry<P>>> = cursors.iter_mut().map(|c| c.peek(index)).collect();
     let mut emitted = 0u32;
     loop {
         let Some((i, &Some(head))) = heads
             .iter()
             .enumerate()
             .filter(|(_, h)| h.is_some())
-            .min_by_key(|(_, h)| *h)
+            .min_by_key(|(_, h)| h.map(|e| e.order()))
         else {
             return;
         };
-        emit(i, head.0, head.1);
+        emit(i, head);
         emitted = emitted.wrapping_add(1);
         if emitted.is_multiple_of(65536) {
             pgrx::check_for_interrupts!();
         }
         let c = &mut cursors[i];
         c.at += 1;
-        heads[i] = c.peek(index).map(|e| (e.key, e.tid));
+        heads[i] = c.peek(index);
     }
 }
 

@@ -25,6 +25,7 @@
 //! interrupted).
 
 use super::build::item_pointer;
+use super::codes;
 use super::merge::{self, MergeLock};
 use super::meta;
 use super::page::{self, Kind, Locked, Xlog, META_BLOCK};
@@ -32,7 +33,7 @@ use super::pause;
 use super::registry;
 use super::run;
 use super::vacuum_delay_point;
-use neardup_core::search::index_page::{entries, Dead, List, Meta, Run, Tid, ENTRY_SIZE, NO_BLOCK};
+use neardup_core::search::index_page::{Dead, Entry, List, Meta, Run, Tid, NO_BLOCK};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use std::collections::HashMap;
@@ -59,11 +60,11 @@ enum Chain {
     List { id: u32, head: u32 },
 }
 
-/// The chains a metapage names.
-fn chains(m: &Meta) -> Vec<Chain> {
+/// The chains a metapage of `index` names.
+fn chains(index: pg_sys::Relation, m: &Meta) -> Vec<Chain> {
     let mut out = Vec::new();
     for r in &m.runs {
-        let parts = meta::parts(&meta::layout(m, r), r);
+        let parts = codes::parts(index, m, r);
         for (t, tree) in r.trees.iter().enumerate() {
             if tree.first_leaf != NO_BLOCK {
                 out.push(Chain::Table {
@@ -113,11 +114,11 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
         let mut removed = 0u64;
         let mut round = 0;
         let rows = loop {
-            let mut todo = new_chains(&meta::read(index), &done);
+            let mut todo = new_chains(index, &meta::read(index), &done);
             let lock = if todo.is_empty() || round >= ROUNDS_UNLOCKED {
                 pause::at("vacuum_pass");
                 let lock = MergeLock::wait(index);
-                todo = new_chains(&meta::read(index), &done);
+                todo = new_chains(index, &meta::read(index), &done);
                 if !todo.is_empty() && round < ROUNDS_UNLOCKED {
                     continue;
                 }
@@ -145,8 +146,8 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
 }
 
 /// The chains of `m` VACUUM has not cleaned yet.
-fn new_chains(m: &Meta, done: &HashMap<Chain, u64>) -> Vec<Chain> {
-    chains(m)
+fn new_chains(index: pg_sys::Relation, m: &Meta, done: &HashMap<Chain, u64>) -> Vec<Chain> {
+    chains(index, m)
         .into_iter()
         .filter(|c| !done.contains_key(c))
         .collect()
@@ -251,8 +252,9 @@ fn compact_chain(
     };
     let (mut kept, mut gone) = (0, 0);
     let mut block = head;
+    let size = codes::entry_size(index);
     while block != NO_BLOCK {
-        match compact(index, block, kind, owner, dead, counted) {
+        match compact(index, block, (kind, owner, size), dead, counted) {
             Some((k, g, next)) => {
                 kept += k;
                 gone += g;
@@ -265,17 +267,22 @@ fn compact_chain(
 }
 
 /// Removes the entries `dead` names from one page, if it is still a page of `kind` owned by
-/// `owner`; returns how many remain, how many went, and the next block. For a page of a
-/// tree of table 0 of run `counted`, the run's row count in the metapage goes down in the same WAL
-/// record, so that it stays true if VACUUM stops halfway.
+/// `owner` (entries of `size` bytes); returns how many remain, how many went, and the next
+/// block. For a page of a tree of table 0 of run `counted`, the run's row count in the
+/// metapage goes down in the same WAL record, so that it stays true if VACUUM stops halfway.
 fn compact(
     index: pg_sys::Relation,
     block: u32,
-    kind: Kind,
-    owner: u32,
+    (kind, owner, size): (Kind, u32, usize),
     dead: &mut impl FnMut(Tid) -> bool,
     counted: Option<u32>,
 ) -> Option<(u64, u64, u32)> {
+    let tids = |contents: &[u8]| {
+        contents
+            .chunks_exact(size)
+            .map(|bytes| Entry::<[u64; 0]>::read(bytes).heap_tid())
+            .collect::<Vec<_>>()
+    };
     // SAFETY: vacuum_delay_point may sleep, and checks for interrupts; no lock of ours is
     // held here.
     unsafe { vacuum_delay_point() };
@@ -298,8 +305,8 @@ fn compact(
         // SAFETY: a locked page of ours.
         let (contents, next) =
             unsafe { (page::contents(locked.page()), page::next(locked.page())) };
-        if !entries(contents).any(|e| dead(e.heap_tid())) {
-            return Some(((contents.len() / ENTRY_SIZE) as u64, 0, next));
+        if !tids(contents).into_iter().any(&mut *dead) {
+            return Some(((contents.len() / size) as u64, 0, next));
         }
     }
     // The metapage before the page, as inserts lock them.
@@ -311,7 +318,7 @@ fn compact(
     }
     // SAFETY: an exclusively locked page of ours.
     let (contents, next) = unsafe { (page::contents(locked.page()), page::next(locked.page())) };
-    let keep: Vec<bool> = entries(contents).map(|e| !dead(e.heap_tid())).collect();
+    let keep: Vec<bool> = tids(contents).into_iter().map(|tid| !dead(tid)).collect();
     let kept = keep.iter().filter(|&&k| k).count();
     let gone = keep.len() - kept;
     if gone > 0 {
@@ -322,10 +329,10 @@ fn compact(
             let out = page::contents_mut(copy);
             let mut n = 0;
             for (i, _) in keep.iter().enumerate().filter(|(_, &k)| k) {
-                out.copy_within(i * ENTRY_SIZE..(i + 1) * ENTRY_SIZE, n * ENTRY_SIZE);
+                out.copy_within(i * size..(i + 1) * size, n * size);
                 n += 1;
             }
-            page::set_len(copy, n * ENTRY_SIZE);
+            page::set_len(copy, n * size);
             if let (Some(id), Some(metapage)) = (counted, &metapage) {
                 let mut m = meta::decode(metapage.page());
                 if let Some(r) = m.runs.iter_mut().find(|r| r.id == id) {
@@ -343,8 +350,17 @@ fn compact(
 /// and the pending rows.
 fn count_rows(index: pg_sys::Relation, m: &Meta) -> u64 {
     let mut rows = m.run_rows();
-    let mut count =
-        |owner: u32, head: u32| run::for_each_pending(index, owner, head, |_| rows += 1);
+    let size = codes::entry_size(index);
+    let mut count = |owner: u32, head: u32| {
+        let mut block = head;
+        while block != NO_BLOCK {
+            let (entries, next) = run::read_page(index, Kind::Pending, owner, block, |contents| {
+                contents.len() / size
+            });
+            rows += entries as u64;
+            block = next;
+        }
+    };
     for r in &m.runs {
         count(r.id, r.nulls_head);
     }

@@ -48,13 +48,16 @@
 //!  | Garbage | Garbage | ...
 //!  +---------+---------+-----
 //!
-//!  leaf page / pending page contents: packed 14-byte entries, sorted by key on leaves
-//!  (key = the fingerprint permuted for that table), in insertion order on pending pages
-//!  (key = the fingerprint itself; a row whose fingerprint is NULL has key 0 and the
-//!  NULL_ROW bit set in its offset, so ORDER BY scans can return it last)
-//!  +---------+-----------+------------+---------+-----
-//!  | key u64 | block u32 | offset u16 | key ... | ...
-//!  +---------+-----------+------------+---------+-----
+//!  leaf page / pending page contents: packed entries, sorted by (key, TID) on leaves
+//!  (key = the code as that table orders it), in insertion order on pending pages
+//!  (key = the code itself; a row whose code is NULL has key 0 and the NULL_ROW bit set
+//!  in its offset, so ORDER BY scans can return it last). An index of 64-bit
+//!  fingerprints has 14-byte entries: the key is the whole (permuted) fingerprint. An
+//!  index of wider codes (R more words) has 14 + 8·R: the key is the first 64 bits of the
+//!  code as the table orders it, `rest` the other words.
+//!  +---------+-----------+------------+------------------+---------+-----
+//!  | key u64 | block u32 | offset u16 | rest u64 × R     | key ... | ...
+//!  +---------+-----------+------------+------------------+---------+-----
 //!
 //!  directory page contents: packed 12-byte children, sorted by key (the root of a table of
 //!  at most 338 leaves also holds the bitmap of its keys' prefixes at the end of the
@@ -76,7 +79,13 @@ pub const MAGIC: u32 = 0x4E44_5550; // "NDUP"
 pub const VERSION: u32 = 4;
 /// The oldest format this build reads.
 pub const OLDEST_READABLE: u32 = 2;
+/// Bytes of an entry of a 64-bit fingerprint (see [`entry_size`] for wider codes).
 pub const ENTRY_SIZE: usize = 14;
+/// Bytes of an entry that carries `rest` more words of its code.
+pub const fn entry_size(rest: usize) -> usize {
+    ENTRY_SIZE + 8 * rest
+}
+
 pub const CHILD_SIZE: usize = 12;
 /// Bytes of contents an 8 kB page holds (after the 24-byte header, before the 16-byte
 /// special space).
@@ -95,28 +104,64 @@ pub struct Tid {
     pub offset: u16,
 }
 
+/// An index entry: a row's code as a table orders it (`key`, its first 64 bits, and `rest`,
+/// the others: none for a 64-bit fingerprint) and the row's TID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Entry {
+pub struct Entry<P: Rest = NoRest> {
     pub key: u64,
     pub tid: Tid,
+    pub rest: P,
 }
 
-impl Entry {
-    /// The pending entry of a row whose fingerprint is NULL.
-    pub fn null_row(tid: Tid) -> Entry {
+/// The words of a code after its first: none for a 64-bit fingerprint, `[u64; 3]` for a
+/// 256-bit code.
+pub trait Rest: Copy + Eq + Ord + std::fmt::Debug + 'static {
+    const WORDS: usize;
+    const ZERO: Self;
+    fn words(&self) -> &[u64];
+    fn from_fn(word: impl FnMut(usize) -> u64) -> Self;
+}
+
+impl<const N: usize> Rest for [u64; N] {
+    const WORDS: usize = N;
+    const ZERO: Self = [0; N];
+    #[inline]
+    fn words(&self) -> &[u64] {
+        self
+    }
+    #[inline]
+    fn from_fn(word: impl FnMut(usize) -> u64) -> Self {
+        std::array::from_fn(word)
+    }
+}
+
+/// The rest of a 64-bit fingerprint: nothing.
+pub type NoRest = [u64; 0];
+
+impl<P: Rest> Entry<P> {
+    pub const SIZE: usize = entry_size(P::WORDS);
+
+    /// The entry of a row whose code, as the table orders it, is (`key`, `rest`).
+    pub fn new(key: u64, rest: P, tid: Tid) -> Entry<P> {
+        Entry { key, tid, rest }
+    }
+
+    /// The pending entry of a row whose code is NULL.
+    pub fn null_row(tid: Tid) -> Entry<P> {
         Entry {
             key: 0,
             tid: Tid {
                 block: tid.block,
                 offset: tid.offset | NULL_ROW,
             },
+            rest: P::ZERO,
         }
     }
 
-    /// The row's fingerprint, `None` when it is NULL.
+    /// Whether the row's code is NULL.
     #[inline]
-    pub fn fingerprint(&self) -> Option<u64> {
-        (self.tid.offset & NULL_ROW == 0).then_some(self.key)
+    pub fn is_null(&self) -> bool {
+        self.tid.offset & NULL_ROW != 0
     }
 
     /// The heap tuple the entry points to.
@@ -132,24 +177,44 @@ impl Entry {
         out[0..8].copy_from_slice(&self.key.to_le_bytes());
         out[8..12].copy_from_slice(&self.tid.block.to_le_bytes());
         out[12..14].copy_from_slice(&self.tid.offset.to_le_bytes());
+        for (i, word) in self.rest.words().iter().enumerate() {
+            out[ENTRY_SIZE + 8 * i..ENTRY_SIZE + 8 * i + 8].copy_from_slice(&word.to_le_bytes());
+        }
     }
 
     #[inline]
-    pub fn read(bytes: &[u8]) -> Entry {
+    pub fn read(bytes: &[u8]) -> Entry<P> {
         let u32_at = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().expect("4 bytes"));
+        let u64_at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
         Entry {
-            key: u64::from_le_bytes(bytes[0..8].try_into().expect("8 bytes")),
+            key: u64_at(0),
             tid: Tid {
                 block: u32_at(8),
                 offset: u16::from_le_bytes([bytes[12], bytes[13]]),
             },
+            rest: P::from_fn(|i| u64_at(ENTRY_SIZE + 8 * i)),
         }
+    }
+
+    /// The order of entries on a leaf: by key, then TID (the rest of the code does not
+    /// order them: a lookup reads a range of keys, and TIDs are unique in a table).
+    #[inline]
+    pub fn order(&self) -> (u64, Tid) {
+        (self.key, self.tid)
+    }
+}
+
+impl Entry {
+    /// The row's fingerprint, `None` when it is NULL.
+    #[inline]
+    pub fn fingerprint(&self) -> Option<u64> {
+        (!self.is_null()).then_some(self.key)
     }
 }
 
 /// The entries packed in a page's contents.
-pub fn entries(contents: &[u8]) -> impl Iterator<Item = Entry> + '_ {
-    contents.chunks_exact(ENTRY_SIZE).map(Entry::read)
+pub fn entries<P: Rest>(contents: &[u8]) -> impl Iterator<Item = Entry<P>> + '_ {
+    contents.chunks_exact(Entry::<P>::SIZE).map(Entry::read)
 }
 
 /// Index of the first entry whose key is at least `key` (entries sorted by key).
@@ -158,11 +223,12 @@ pub fn entries(contents: &[u8]) -> impl Iterator<Item = Entry> + '_ {
 /// interpolation land next to the answer; each step reads three keys where a binary
 /// search's ten would each miss the cache. Skewed pages (a spike of shared prefixes) fall
 /// back to the binary search after those steps.
-pub fn lower_bound(contents: &[u8], key: u64) -> usize {
-    let n = contents.len() / ENTRY_SIZE;
+pub fn lower_bound<P: Rest>(contents: &[u8], key: u64) -> usize {
+    let size = Entry::<P>::SIZE;
+    let n = contents.len() / size;
     let key_at = |i: usize| {
         u64::from_le_bytes(
-            contents[i * ENTRY_SIZE..i * ENTRY_SIZE + 8]
+            contents[i * size..i * size + 8]
                 .try_into()
                 .expect("8 bytes"),
         )
@@ -285,8 +351,8 @@ pub struct List {
 impl List {
     /// The most rows its pages hold (all full): what inserters and merges compare with
     /// `pending_limit`, read off the metapage alone.
-    pub fn row_capacity(&self) -> u64 {
-        self.pages as u64 * ENTRIES_PER_PAGE as u64
+    pub fn row_capacity(&self, entry_size: usize) -> u64 {
+        self.pages as u64 * (PAGE_CONTENTS / entry_size) as u64
     }
 
     pub fn empty(id: u32) -> List {
@@ -642,26 +708,39 @@ impl Reader<'_> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn entries_round_trip_and_search() {
-        let es: Vec<Entry> = (0..10u64)
-            .map(|i| Entry {
-                key: i * 10,
-                tid: Tid {
+    /// Ten entries with keys 0, 10, .., 90 and `rest` words derived from the key, written to
+    /// a page's contents, read back and searched.
+    fn round_trip<P: Rest>() {
+        let es: Vec<Entry<P>> = (0..10u64)
+            .map(|i| {
+                let tid = Tid {
                     block: i as u32 + 7,
                     offset: 3,
-                },
+                };
+                Entry::new(i * 10, P::from_fn(|w| i << 8 | w as u64), tid)
             })
             .collect();
-        let mut buf = vec![0u8; es.len() * ENTRY_SIZE];
+        let size = Entry::<P>::SIZE;
+        let mut buf = vec![0u8; es.len() * size];
         for (i, e) in es.iter().enumerate() {
-            e.write(&mut buf[i * ENTRY_SIZE..]);
+            e.write(&mut buf[i * size..]);
         }
-        assert_eq!(entries(&buf).collect::<Vec<_>>(), es);
-        assert_eq!(lower_bound(&buf, 0), 0);
-        assert_eq!(lower_bound(&buf, 15), 2);
-        assert_eq!(lower_bound(&buf, 20), 2);
-        assert_eq!(lower_bound(&buf, 1000), 10);
+        assert_eq!(entries::<P>(&buf).collect::<Vec<_>>(), es);
+        assert_eq!(lower_bound::<P>(&buf, 0), 0);
+        assert_eq!(lower_bound::<P>(&buf, 15), 2);
+        assert_eq!(lower_bound::<P>(&buf, 20), 2);
+        assert_eq!(lower_bound::<P>(&buf, 1000), 10);
+    }
+
+    #[test]
+    fn entries_round_trip_and_search() {
+        round_trip::<NoRest>();
+        round_trip::<[u64; 1]>();
+        round_trip::<[u64; 3]>();
+        assert_eq!(
+            (Entry::<NoRest>::SIZE, Entry::<[u64; 3]>::SIZE),
+            (ENTRY_SIZE, 38)
+        );
     }
 
     #[test]
@@ -695,7 +774,7 @@ mod tests {
                     block: 1,
                     offset: 1,
                 };
-                Entry { key, tid }.write(&mut buf[i * ENTRY_SIZE..]);
+                Entry::new(key, NoRest::ZERO, tid).write(&mut buf[i * ENTRY_SIZE..]);
             }
             let mut queries: Vec<u64> = keys.clone();
             queries.extend(keys.iter().map(|k| k.wrapping_add(1)));
@@ -703,7 +782,11 @@ mod tests {
             queries.extend((0..200).map(|_| next()));
             for q in queries {
                 let expected = keys.iter().position(|&k| k >= q).unwrap_or(keys.len());
-                assert_eq!(lower_bound(&buf, q), expected, "shape {shape} key {q}");
+                assert_eq!(
+                    lower_bound::<NoRest>(&buf, q),
+                    expected,
+                    "shape {shape} key {q}"
+                );
             }
         }
     }
@@ -714,10 +797,10 @@ mod tests {
             block: 9,
             offset: 17,
         };
-        let e = Entry::null_row(tid);
+        let e: Entry = Entry::null_row(tid);
         assert_eq!(e.fingerprint(), None);
         assert_eq!(e.heap_tid(), tid);
-        let plain = Entry { key: 5, tid };
+        let plain: Entry = Entry::new(5, [], tid);
         assert_eq!((plain.fingerprint(), plain.heap_tid()), (Some(5), tid));
     }
 

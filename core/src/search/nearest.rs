@@ -413,7 +413,7 @@ mod tests {
                 block: i as u32 / 7,
                 offset: i as u16 % 7 + 1,
             };
-            Entry { key: fp, tid }.write(bytes);
+            Entry::new(fp, [], tid).write(bytes);
         }
         let by_tid = |x: &(u32, Tid), y: &(u32, Tid)| x.1.cmp(&y.1);
         let mut by_page = NearestPass::new(Start::at(3), 40, by_tid);

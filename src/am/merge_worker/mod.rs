@@ -23,6 +23,7 @@ mod launcher;
 mod throttle;
 mod worker;
 
+use super::codes;
 use super::merge::{self, STALL_AFTER_LIMITS};
 use super::meta;
 use super::page;
@@ -151,7 +152,7 @@ pub fn hand_off(index: pg_sys::Relation, rows: u64, limit: u64) -> bool {
     }
     // Ask once per page of the list past the limit: a request lost with shared memory in
     // a crash is made again, and no insert looks at the queue for nothing.
-    let per_page = page::ENTRIES_PER_PAGE as u64;
+    let per_page = (page::CONTENTS / codes::entry_size(index)) as u64;
     if (rows - limit).is_multiple_of(per_page) && !request(index) {
         return false;
     }
@@ -225,7 +226,7 @@ fn wait_for_seal(index: pg_sys::Relation, limit: u64) {
     let start = unsafe { pg_sys::GetCurrentTimestamp() };
     loop {
         let m = meta::read(index);
-        if m.pending.row_capacity() < behind(limit) {
+        if m.pending.row_capacity(codes::entry_size(index)) < behind(limit) {
             return;
         }
         // SAFETY: as above.

@@ -18,6 +18,7 @@
 
 use super::throttle::Throttle;
 use super::{flush, my_latch, wait_on_latch, QUEUE};
+use crate::am::codes;
 use crate::am::merge;
 use crate::am::meta;
 use crate::am::options;
@@ -229,7 +230,8 @@ fn needs_merge(index: pg_sys::Relation) -> bool {
     let m = meta::read(index);
     m.merging != 0
         || m.sealed.id != 0
-        || m.pending.row_capacity() >= options::of(index).pending_limit as u64
+        || m.pending.row_capacity(codes::entry_size(index))
+            >= options::of(index).pending_limit as u64
 }
 
 /// Whether `index` is a ready `hamming` index: not one being built or dropped, and not

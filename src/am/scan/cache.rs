@@ -298,7 +298,7 @@ fn read_small_runs(index: pg_sys::Relation, meta: &Meta, layouts: &[Layout]) -> 
 fn for_each_pending(index: pg_sys::Relation, meta: &Meta, mut emit: impl FnMut(Option<u64>, Tid)) {
     for list in [&meta.pending, &meta.sealed] {
         if list.id != 0 {
-            run::for_each_pending(index, list.id, list.head, |e| {
+            run::for_each_pending(index, list.id, list.head, |e: Entry| {
                 emit(e.fingerprint(), e.heap_tid())
             });
         }

@@ -23,7 +23,7 @@ use crate::am::page::Kind;
 use crate::am::run;
 use neardup_core::search::ball_set::BallLookup;
 use neardup_core::search::index_page::{
-    entries, lower_bound, Entry, Tid, ENTRIES_PER_PAGE, ENTRY_SIZE, NO_BLOCK,
+    entries, lower_bound, Entry, NoRest, Tid, ENTRIES_PER_PAGE, ENTRY_SIZE, NO_BLOCK,
 };
 use neardup_core::search::prefix_bitmap::PrefixBitmap;
 use neardup_core::signatures::simhash::hamming;
@@ -261,7 +261,9 @@ impl Matches {
                     }
                 };
                 let (more, next) = run::read_page(index, Kind::Table, owner, block, |contents| {
-                    for e in entries(&contents[lower_bound(contents, lo) * ENTRY_SIZE..]) {
+                    for e in entries::<NoRest>(
+                        &contents[lower_bound::<NoRest>(contents, lo) * ENTRY_SIZE..],
+                    ) {
                         if e.key > hi {
                             return false;
                         }
@@ -289,7 +291,7 @@ impl Matches {
                     return true;
                 }
                 let (_, next) = run::read_page(index, Kind::Table, r.id, block, |contents| {
-                    for e in entries(contents) {
+                    for e in entries::<NoRest>(contents) {
                         let fp = Some(permutation.invert(e.key));
                         if self.accepts(query, fp) {
                             out.push((fp, e.tid));
@@ -305,7 +307,7 @@ impl Matches {
                     return true;
                 }
                 let (_, next) = run::read_page(index, Kind::Pending, r.id, block, |contents| {
-                    for e in entries(contents) {
+                    for e in entries::<NoRest>(contents) {
                         if self.accepts(query, e.fingerprint()) {
                             out.push((e.fingerprint(), e.heap_tid()));
                         }
@@ -323,10 +325,10 @@ impl Matches {
                     let mut keys = [0u64; ENTRIES_PER_PAGE];
                     let keys = &mut keys[..contents.len() / ENTRY_SIZE];
                     for (key, bytes) in keys.iter_mut().zip(contents.chunks_exact(ENTRY_SIZE)) {
-                        *key = Entry::read(bytes).key;
+                        *key = Entry::<NoRest>::read(bytes).key;
                     }
                     within_radius(keys, center, radius, |i| {
-                        let e = Entry::read(&contents[i * ENTRY_SIZE..]);
+                        let e = Entry::<NoRest>::read(&contents[i * ENTRY_SIZE..]);
                         if self.accepts(query, e.fingerprint()) {
                             out.push((e.fingerprint(), e.heap_tid()));
                         }

@@ -16,7 +16,7 @@ use super::cache::{for_each_row_in, Row, ScanCache};
 use super::matches::Matches;
 use super::Query;
 use crate::am::run;
-use neardup_core::search::index_page::{entries, Tid};
+use neardup_core::search::index_page::{entries, Entry, NoRest, Tid};
 use neardup_core::search::nearest::{pass_target, NearestPass, Start, NULL_BUCKET};
 use neardup_core::search::permuted::Permutation;
 use neardup_core::signatures::simhash::hamming;
@@ -183,7 +183,7 @@ fn pass(
                 match q.filter(|_| !conditions) {
                     Some(q) => offer_page(&mut pass, contents, table.apply(q), table),
                     None => {
-                        for e in entries(contents) {
+                        for e in entries::<NoRest>(contents) {
                             let fp = table.invert(e.key);
                             if accepts(fp) {
                                 pass.offer(bucket(Some(fp)), || Hit {
@@ -198,7 +198,7 @@ fn pass(
             });
         }
         if !conditions {
-            run::for_each_pending(index, run.id, run.nulls_head, |e| {
+            run::for_each_pending(index, run.id, run.nulls_head, |e: Entry| {
                 pass.offer(NULL_BUCKET, || Hit {
                     fp: None,
                     tid: e.heap_tid(),
