@@ -6,10 +6,13 @@
 #   (a) all pairs within R bits: hamming_pairs (multi-index hashing, one backend) against
 #       FAISS IndexBinaryFlat range search of every code against all (one thread), on both
 #       sets; the pair counts must be equal
-#   (b) one lookup within R bits: a sequential scan `hamming(code, q) <= R` (what the server
-#       does until the hamming index takes wide codes) against FAISS IndexBinaryFlat and
-#       IndexBinaryMultiHash (16 tables of 16 bits) per single query, and MultiHash's recall;
-#       and a GIN index on hamming_keys(code, M) (M substrings, 16 unless given), the same rows
+#   (b) one lookup within R bits: a sequential scan `hamming(code, q) <= R` against FAISS
+#       IndexBinaryFlat and IndexBinaryMultiHash (16 tables of 16 bits) per single query, and
+#       MultiHash's recall; the hamming index (`code <@ hamming_ball(q, R)`, multi-index
+#       hashing in its runs) and a GIN index on hamming_keys(code, M) (M substrings, 16 unless
+#       given), the same rows as the scan; the 10 nearest codes through the hamming index
+#       (`ORDER BY code <~> q LIMIT 10`) against a sequential scan and sort, the same
+#       distances
 #   (c) the duplicate groups within R bits: neardup_clusters against neardup_components over
 #       hamming_pairs (the same groups, checked)
 # Usage (as root): N=100000 R=31 M=16 bench/wide_codes.sh   (SKIP_INSTALL=1 to keep the installed
@@ -50,6 +53,9 @@ for set in pdq uniform; do
     gin_ms=$(wall_ms "CREATE INDEX ON $set USING gin (hamming_keys(code, $M))")
     result "$set: GIN on hamming_keys($M), build" "$gin_ms" ms
     result "$set: GIN on hamming_keys($M), bytes a row" "$(q -c "SELECT pg_relation_size('${set}_hamming_keys_idx') / $N")" B "the code" 32
+    hamming_ms=$(wall_ms "CREATE INDEX ${set}_hamming ON $set USING hamming (code) WITH (max_distance = $R)")
+    result "$set: hamming index, build" "$hamming_ms" ms "GIN on hamming_keys($M)" "$gin_ms"
+    result "$set: hamming index, bytes a row" "$(q -c "SELECT pg_relation_size('${set}_hamming') / $N")" B "the code" 32
     q -c "ANALYZE $set"
 done
 
@@ -80,6 +86,22 @@ for set in pdq uniform; do
     result "$set: GIN on hamming_keys($M)" "$gin_ms" ms "sequential scan" "$scan_ms"
     result "$set: GIN on hamming_keys($M)" "$gin_ms" ms "FAISS IndexBinaryMultiHash" "$multi_ms"
     result "$set: FAISS IndexBinaryMultiHash (recall $recall)" "$multi_ms" ms "FAISS IndexBinaryFlat" "$flat_ms"
+    # the hamming index (the same rows, by an index scan)
+    ball="SELECT id FROM $set WHERE code <@ hamming_ball('$probe', $R)"
+    [[ $(q -c "SELECT string_agg(id::text, ',' ORDER BY id) FROM ($ball) h") == $(q -c "SELECT string_agg(id::text, ',' ORDER BY id) FROM ($scan) s") ]] ||
+        fail "$set: the hamming index lookup and the sequential scan differ"
+    [[ $(q -c "EXPLAIN $ball") == *"${set}_hamming"* ]] || fail "$set: the lookup does not use the hamming index"
+    ball_ms=$(session_median_ms 11 "$ball")
+    result "$set: hamming index" "$ball_ms" ms "sequential scan" "$scan_ms"
+    result "$set: hamming index" "$ball_ms" ms "FAISS IndexBinaryMultiHash" "$multi_ms"
+    # the 10 nearest codes: the index's passes widening from R, against a scan and a sort
+    knn="SELECT code <~> '$probe' FROM $set ORDER BY code <~> '$probe' LIMIT 10"
+    sorted="SELECT d FROM (SELECT code <~> '$probe' AS d FROM $set OFFSET 0) s ORDER BY d LIMIT 10"
+    [[ $(q -c "SELECT string_agg(d::text, ',') FROM ($knn) k(d)") == $(q -c "SELECT string_agg(d::text, ',') FROM ($sorted) s") ]] ||
+        fail "$set: the 10 nearest through the index and by a sort differ"
+    [[ $(q -c "EXPLAIN $knn") == *"${set}_hamming"* ]] || fail "$set: the nearest codes do not use the hamming index"
+    read -r knn_ms sorted_ms < <(paired_medians_ms 11 "$knn" "$sorted")
+    result "$set: 10 nearest, hamming index" "$knn_ms" ms "sequential scan and sort" "$sorted_ms"
 done
 
 echo "== (c) duplicate groups within $R bits: neardup_clusters against the components of hamming_pairs"

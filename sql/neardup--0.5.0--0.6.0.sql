@@ -606,3 +606,289 @@ CREATE  FUNCTION "hamming_probe_keys"(
 IMMUTABLE STRICT PARALLEL SAFE 
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'hash128_hamming_probe_keys_wrapper';
+
+-- Release 0.6.0 also indexes wide codes with the hamming access method: the balls of
+-- `code <@ hamming_ball(q, r)`, hamming_within, and the operator classes.
+
+/* <begin connected objects> */
+-- src/wide_codes/mod.rs:71
+-- requires:
+--   wide_codes_type
+
+CREATE TYPE hash256_ball; -- shell, completed by sql/wide_balls_type.sql
+CREATE TYPE hash128_ball; -- shell, completed by sql/wide_balls_type.sql
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/ball.rs:226
+-- neardup::wide_codes::ball::hash128_ball_in
+-- requires:
+--   wide_balls_shell
+CREATE  FUNCTION "hash128_ball_in"(
+	"input" cstring /* & CStr */
+) RETURNS hash128_ball /* Hash128Ball */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_ball_in_wrapper';
+
+
+-- src/wide_codes/ball.rs:226
+-- neardup::wide_codes::ball::hash128_ball_out
+-- requires:
+--   wide_balls_shell
+CREATE  FUNCTION "hash128_ball_out"(
+	"ball" hash128_ball /* Hash128Ball */
+) RETURNS cstring /* CString */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_ball_out_wrapper';
+
+
+-- src/wide_codes/ball.rs:226
+-- neardup::wide_codes::ball::hash128_ball_recv
+-- requires:
+--   wide_balls_shell
+CREATE  FUNCTION "hash128_ball_recv"(
+	"buf" internal /* Internal */
+) RETURNS hash128_ball /* Hash128Ball */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_ball_recv_wrapper';
+
+
+-- src/wide_codes/ball.rs:226
+-- neardup::wide_codes::ball::hash128_ball_send
+-- requires:
+--   wide_balls_shell
+CREATE  FUNCTION "hash128_ball_send"(
+	"ball" hash128_ball /* Hash128Ball */
+) RETURNS bytea /* Vec < u8 > */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_ball_send_wrapper';
+
+
+-- src/wide_codes/ball.rs:212
+-- neardup::wide_codes::ball::hash256_ball_in
+-- requires:
+--   wide_balls_shell
+CREATE  FUNCTION "hash256_ball_in"(
+	"input" cstring /* & CStr */
+) RETURNS hash256_ball /* Hash256Ball */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_ball_in_wrapper';
+
+
+-- src/wide_codes/ball.rs:212
+-- neardup::wide_codes::ball::hash256_ball_out
+-- requires:
+--   wide_balls_shell
+CREATE  FUNCTION "hash256_ball_out"(
+	"ball" hash256_ball /* Hash256Ball */
+) RETURNS cstring /* CString */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_ball_out_wrapper';
+
+
+-- src/wide_codes/ball.rs:212
+-- neardup::wide_codes::ball::hash256_ball_recv
+-- requires:
+--   wide_balls_shell
+CREATE  FUNCTION "hash256_ball_recv"(
+	"buf" internal /* Internal */
+) RETURNS hash256_ball /* Hash256Ball */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_ball_recv_wrapper';
+
+
+-- src/wide_codes/ball.rs:212
+-- neardup::wide_codes::ball::hash256_ball_send
+-- requires:
+--   wide_balls_shell
+CREATE  FUNCTION "hash256_ball_send"(
+	"ball" hash256_ball /* Hash256Ball */
+) RETURNS bytea /* Vec < u8 > */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_ball_send_wrapper';
+
+
+-- src/wide_codes/mod.rs:78
+-- creates:
+--   Type(neardup::wide_codes::Hash256Ball)
+--   Type(neardup::wide_codes::Hash128Ball)
+
+-- requires:
+--   wide_balls_shell
+--   ball::hash256_ball_in
+--   ball::hash256_ball_out
+--   ball::hash256_ball_recv
+--   ball::hash256_ball_send
+--   ball::hash128_ball_in
+--   ball::hash128_ball_out
+--   ball::hash128_ball_recv
+--   ball::hash128_ball_send
+
+-- hash256_ball and hash128_ball: the codes within a Hamming radius of a center, the
+-- right-hand side of <@ for wide codes (src/wide_codes/ball.rs). Fixed length, passed by
+-- reference; the hamming index reads the center's words, then the radius.
+CREATE TYPE hash256_ball (
+    INPUT = hash256_ball_in,
+    OUTPUT = hash256_ball_out,
+    RECEIVE = hash256_ball_recv,
+    SEND = hash256_ball_send,
+    INTERNALLENGTH = 40,
+    ALIGNMENT = double,
+    STORAGE = plain
+);
+COMMENT ON TYPE hash256_ball IS 'hash256 codes within a Hamming radius of a center: (center hex,radius)';
+CREATE TYPE hash128_ball (
+    INPUT = hash128_ball_in,
+    OUTPUT = hash128_ball_out,
+    RECEIVE = hash128_ball_recv,
+    SEND = hash128_ball_send,
+    INTERNALLENGTH = 24,
+    ALIGNMENT = double,
+    STORAGE = plain
+);
+COMMENT ON TYPE hash128_ball IS 'hash128 codes within a Hamming radius of a center: (center hex,radius)';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/ball.rs:226
+-- neardup::wide_codes::ball::hamming_ball
+-- requires:
+--   wide_balls_type
+CREATE  FUNCTION "hamming_ball"(
+	"center" hash128, /* Hash128 */
+	"radius" INT /* i32 */
+) RETURNS hash128_ball /* Hash128Ball */
+IMMUTABLE STRICT PARALLEL SAFE  
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hamming_ball_hash128_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/ball.rs:212
+-- neardup::wide_codes::ball::hamming_ball
+-- requires:
+--   wide_balls_type
+CREATE  FUNCTION "hamming_ball"(
+	"center" hash256, /* Hash256 */
+	"radius" INT /* i32 */
+) RETURNS hash256_ball /* Hash256Ball */
+IMMUTABLE STRICT PARALLEL SAFE  
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hamming_ball_hash256_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/ball.rs:212
+-- neardup::wide_codes::ball::hamming_ball_contains
+-- requires:
+--   wide_balls_type
+CREATE  FUNCTION "hamming_ball_contains"(
+	"ball" hash256_ball, /* Hash256Ball */
+	"value" hash256 /* Hash256 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE  
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hamming_ball_contains_hash256_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/ball.rs:226
+-- neardup::wide_codes::ball::hamming_ball_contains
+-- requires:
+--   wide_balls_type
+CREATE  FUNCTION "hamming_ball_contains"(
+	"ball" hash128_ball, /* Hash128Ball */
+	"value" hash128 /* Hash128 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE  
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hamming_ball_contains_hash128_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/ball.rs:226
+-- neardup::wide_codes::ball::within_hamming_ball
+-- requires:
+--   wide_balls_type
+CREATE  FUNCTION "within_hamming_ball"(
+	"value" hash128, /* Hash128 */
+	"ball" hash128_ball /* Hash128Ball */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE  
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'within_hamming_ball_hash128_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/ball.rs:212
+-- neardup::wide_codes::ball::within_hamming_ball
+-- requires:
+--   wide_balls_type
+CREATE  FUNCTION "within_hamming_ball"(
+	"value" hash256, /* Hash256 */
+	"ball" hash256_ball /* Hash256Ball */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE  
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'within_hamming_ball_hash256_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/mod.rs:95
+-- requires:
+--   wide_balls_type
+--   wide_codes_operators
+--   hamming_am_opclasses
+--   ball::hamming_ball_hash256
+--   ball::within_hamming_ball_hash256
+--   ball::hamming_ball_contains_hash256
+--   ball::hamming_ball_hash128
+--   ball::within_hamming_ball_hash128
+--   ball::hamming_ball_contains_hash128
+
+-- The indexable Hamming search on wide codes: code <@ hamming_ball(q, r), hamming_within,
+-- and the operator classes of the hamming access method (multi-index hashing's substring
+-- tables, src/am/scan/wide.rs). The estimates are contsel's (a ball selects few rows).
+CREATE OPERATOR <@ (
+    LEFTARG = hash256, RIGHTARG = hash256_ball, FUNCTION = within_hamming_ball,
+    COMMUTATOR = @>, RESTRICT = contsel, JOIN = contjoinsel
+);
+CREATE OPERATOR @> (
+    LEFTARG = hash256_ball, RIGHTARG = hash256, FUNCTION = hamming_ball_contains,
+    COMMUTATOR = <@, RESTRICT = contsel, JOIN = contjoinsel
+);
+CREATE OPERATOR <@ (
+    LEFTARG = hash128, RIGHTARG = hash128_ball, FUNCTION = within_hamming_ball,
+    COMMUTATOR = @>, RESTRICT = contsel, JOIN = contjoinsel
+);
+CREATE OPERATOR @> (
+    LEFTARG = hash128_ball, RIGHTARG = hash128, FUNCTION = hamming_ball_contains,
+    COMMUTATOR = <@, RESTRICT = contsel, JOIN = contjoinsel
+);
+
+-- hamming(a, b) <= k, false for a negative k, in the form a hamming index answers: the
+-- planner inlines it (not STRICT, so that it may) into `a <@ hamming_ball(b, k)`.
+CREATE FUNCTION hamming_within(a hash256, b hash256, k integer) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN k >= 0 AND a <@ hamming_ball(b, greatest(k, 0));
+CREATE FUNCTION hamming_within(a hash128, b hash128, k integer) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN k >= 0 AND a <@ hamming_ball(b, greatest(k, 0));
+
+-- Strategy 1 answers `code <@ hamming_ball(q, r)` exactly (no recheck); strategy 2 orders
+-- by `code <~> q`, nearest first.
+CREATE OPERATOR CLASS hash256_hamming_ops DEFAULT FOR TYPE hash256 USING hamming AS
+    OPERATOR 1 <@ (hash256, hash256_ball),
+    OPERATOR 2 <~> (hash256, hash256) FOR ORDER BY integer_ops;
+CREATE OPERATOR CLASS hash128_hamming_ops DEFAULT FOR TYPE hash128 USING hamming AS
+    OPERATOR 1 <@ (hash128, hash128_ball),
+    OPERATOR 2 <~> (hash128, hash128) FOR ORDER BY integer_ops;
+/* </end connected objects> */

@@ -192,6 +192,17 @@ pub unsafe extern "C-unwind" fn ambuildempty(index: pg_sys::Relation) {
 /// (for 64-bit fingerprints, the fewest blocks that keep a probe to about a page per table).
 pub fn choose_layout<L: Tables>(index: pg_sys::Relation, rows: u64) -> L {
     let settings = options::of(index);
+    if codes::words(index) == 1 && settings.max_distance > options::MAX_MAX_DISTANCE as u32 {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!(
+                "hamming index options: max_distance {} on 64-bit codes: at most {}",
+                settings.max_distance,
+                options::MAX_MAX_DISTANCE
+            )
+        );
+    }
     let layout = if settings.blocks == 0 {
         L::for_rows(rows, settings.max_distance)
     } else {

@@ -10,7 +10,11 @@ use pgrx::pg_sys;
 
 /// The width of the codes of `index`'s column, in 64-bit words (1, 2 or 4).
 pub fn words(index: pg_sys::Relation) -> usize {
-    // SAFETY: an open index has a tuple descriptor with its one key column.
+    // SAFETY: an open index has a tuple descriptor with its one key column (18 keeps the
+    // lengths in its compact attributes first).
+    #[cfg(feature = "pg18")]
+    let len = unsafe { (*(*index).rd_att).compact_attrs.as_slice(1)[0].attlen };
+    #[cfg(not(feature = "pg18"))]
     let len = unsafe { (*(*index).rd_att).attrs.as_slice(1)[0].attlen };
     match len {
         8 | 16 | 32 => len as usize / 8,

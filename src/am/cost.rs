@@ -15,7 +15,9 @@ use super::meta;
 use super::page;
 use super::scan::{pass_rows_cap, FIRST_PASS_ROWS, PASSES_BEFORE_SORTING};
 use crate::hamming_query::estimate::{batch_parts, Radius};
-use neardup_core::search::index_page;
+use neardup_core::search::code_tables::SubstringTables;
+use neardup_core::search::index_page::{self, Entry, Meta, Rest};
+use neardup_core::search::multi_index::Substrings;
 use neardup_core::search::nearest::passes_for_uniform;
 use neardup_core::search::permuted::Layout;
 use pgrx::prelude::*;
@@ -41,26 +43,31 @@ pub unsafe extern "C-unwind" fn amcostestimate(
         let info = &*(*path).indexinfo;
         let index = pg_sys::index_open(info.indexoid, pg_sys::NoLock as pg_sys::LOCKMODE);
         let m = meta::read(index);
-        let wide = codes::words(index) != 1;
+        let words = codes::words(index);
         pg_sys::index_close(index, pg_sys::NoLock as pg_sys::LOCKMODE);
-        if wide {
-            // Not searched yet (`scan::ambeginscan`): a path the planner never takes (the
-            // cost of a disabled plan node).
-            *startup_cost = 1.0e10;
-            *total_cost = 1.0e10;
-            *selectivity = 1.0;
+        let (mut random_page, mut seq_page) = (0.0, 0.0);
+        pg_sys::get_tablespace_page_costs(info.reltablespace, &mut random_page, &mut seq_page);
+        if words != 1 {
+            let model = WideModel {
+                meta: &m,
+                words,
+                random_page,
+                seq_page,
+            };
+            let (index_pages, startup, total) = model.costs(root, path, loop_count);
+            *startup_cost = startup;
+            *total_cost = total;
+            *selectivity = generic.indexSelectivity;
             *correlation = 0.0;
-            *pages = 0.0;
+            *pages = index_pages;
             return;
         }
 
-        let (mut random_page, mut seq_page) = (0.0, 0.0);
-        pg_sys::get_tablespace_page_costs(info.reltablespace, &mut random_page, &mut seq_page);
         let pending_pages = m.pending_pages() as f64;
         let pending_rows = pending_pages * page::ENTRIES_PER_PAGE as f64;
         let rows = m.run_rows() as f64 + pending_rows;
         let tuple_cost = pg_sys::cpu_index_tuple_cost + pg_sys::cpu_operator_cost;
-        let probes = probes_of(root, path);
+        let probes = probes_of(root, path, 1);
         let ordered = !(*path).indexorderbys.is_null();
 
         // `probes` lookups within max_distance: per table of each run, a descent of its
@@ -151,6 +158,105 @@ pub unsafe extern "C-unwind" fn amcostestimate(
     }
 }
 
+/// The cost of a scan of an index of wide codes (`scan/wide.rs`): per run, a lookup reads,
+/// for each value its substring tables are probed at, a descent and the leaves of the rows
+/// holding that value (about rows / 2^width of them, each a distance test), or table 0
+/// whole when that reads less; then the pending rows, each a distance test. An ORDER BY
+/// alone costs a lookup at `max_distance` first, which is where the first rows come from.
+struct WideModel<'a> {
+    meta: &'a Meta,
+    words: usize,
+    random_page: f64,
+    seq_page: f64,
+}
+
+impl WideModel<'_> {
+    unsafe fn costs(
+        &self,
+        root: *mut pg_sys::PlannerInfo,
+        path: *mut pg_sys::IndexPath,
+        loop_count: f64,
+    ) -> (f64, f64, f64) {
+        // SAFETY: the planner's path and its index.
+        unsafe {
+            let info = &*(*path).indexinfo;
+            let ordered = !(*path).indexorderbys.is_null();
+            let radius = match probes_of(root, path, self.words) {
+                Probes::Ball(r) => Some(r.max(0) as u32),
+                _ if ordered => Some(self.meta.max_distance),
+                _ => None,
+            };
+            let (pages_read, candidates) = if self.words == 2 {
+                self.lookup::<[u64; 1]>(radius)
+            } else {
+                self.lookup::<[u64; 3]>(radius)
+            };
+            let fetched = pg_sys::index_pages_fetched(
+                pages_read * loop_count,
+                info.pages,
+                info.pages as f64,
+                root,
+            ) / loop_count.max(1.0);
+            let page_cost = if radius.is_some() {
+                self.random_page
+            } else {
+                self.seq_page
+            };
+            let tuple_cost = pg_sys::cpu_index_tuple_cost + pg_sys::cpu_operator_cost;
+            let cost = fetched * page_cost + candidates * tuple_cost;
+            // Results are computed a page at a time, the first pass of an ORDER BY whole.
+            let startup = if ordered { cost } else { cost.min(page_cost) };
+            (pages_read, startup, cost)
+        }
+    }
+
+    /// Pages read and rows tested by a lookup within `radius` (`None`: every row).
+    fn lookup<P: Rest>(&self, radius: Option<u32>) -> (f64, f64) {
+        let size = Entry::<P>::SIZE;
+        let per_page = (page::CONTENTS / size) as f64;
+        let pending_rows = self
+            .meta
+            .pending
+            .row_capacity(size)
+            .saturating_add(self.meta.sealed.row_capacity(size)) as f64;
+        let mut pages = self.meta.pending_pages() as f64;
+        let mut candidates = pending_rows;
+        for run in &self.meta.runs {
+            let layout: SubstringTables<P> = meta::layout(self.meta, run);
+            let parts = meta::parts(&layout, run);
+            let leaves: f64 = run.trees[parts.trees_of(0)]
+                .iter()
+                .map(|t| t.leaves as f64)
+                .sum();
+            let whole = (leaves, run.rows as f64);
+            let bits = SubstringTables::<P>::BITS;
+            let probed = radius
+                .and_then(|r| Substrings::new(bits, layout.substrings().count(), r).ok())
+                .map(|cut| {
+                    let levels = (leaves / parts.count() as f64)
+                        .max(1.0)
+                        .log(index_page::CHILDREN_PER_PAGE as f64)
+                        .ceil()
+                        .max(1.0);
+                    let (mut pages, mut rows) = (0.0, 0.0);
+                    for (k, probes) in cut.probes_per_table().enumerate() {
+                        let width = cut.bounds(k as u32).1;
+                        let under = run.rows as f64 / 2f64.powi(width as i32);
+                        let probes = probes.unwrap_or(0.0);
+                        pages += probes * (levels + (under / per_page).ceil());
+                        rows += probes * under;
+                    }
+                    (pages, rows)
+                })
+                .filter(|probed| probed.0 < whole.0);
+            let (p, r) = probed.unwrap_or(whole);
+            pages += p;
+            candidates += r;
+        }
+        (pages, candidates)
+    }
+}
+
 /// The lookups a scan makes, as far as the planner sees them.
 enum Probes {
     /// One per `<@ hamming_ball` clause; the smallest radius drives the scan.
@@ -164,7 +270,11 @@ enum Probes {
 /// The path's probes: those of the smallest constant radius among its `<@ hamming_ball(q,
 /// k)` clauses (a radius not known at plan time is priced as a lookup), else those of its
 /// smallest batch.
-unsafe fn probes_of(root: *mut pg_sys::PlannerInfo, path: *mut pg_sys::IndexPath) -> Probes {
+unsafe fn probes_of(
+    root: *mut pg_sys::PlannerInfo,
+    path: *mut pg_sys::IndexPath,
+    words: usize,
+) -> Probes {
     let mut smallest: Option<i64> = None;
     let mut any_ball = false;
     let mut batch: Option<(i64, f64)> = None;
@@ -179,7 +289,7 @@ unsafe fn probes_of(root: *mut pg_sys::PlannerInfo, path: *mut pg_sys::IndexPath
                     continue;
                 }
                 any_ball = true;
-                if let Some(r) = constant_radius(expr) {
+                if let Some(r) = constant_radius(expr, words) {
                     smallest = Some(smallest.map_or(r, |s| s.min(r)));
                 }
             }
@@ -219,8 +329,9 @@ unsafe fn batch_clause(
     }
 }
 
-/// The radius of `col <@ ball` when the ball is a constant or `hamming_ball(x, <const>)`.
-unsafe fn constant_radius(expr: *mut pg_sys::Expr) -> Option<i64> {
+/// The radius of `col <@ ball` when the ball is a constant or `hamming_ball(x, <const>)`
+/// (a ball is its center's `words` words, then the radius).
+unsafe fn constant_radius(expr: *mut pg_sys::Expr, words: usize) -> Option<i64> {
     unsafe {
         if (*(expr as *mut pg_sys::Node)).type_ != pg_sys::NodeTag::T_OpExpr {
             return None;
@@ -233,11 +344,12 @@ unsafe fn constant_radius(expr: *mut pg_sys::Expr) -> Option<i64> {
                 if c.constisnull {
                     return None;
                 }
-                Some(
-                    (*(c.constvalue
-                        .cast_mut_ptr::<crate::hamming_query::HammingBall>()))
-                    .radius as i64,
-                )
+                let radius = c
+                    .constvalue
+                    .cast_mut_ptr::<u8>()
+                    .add(8 * words)
+                    .cast::<i32>();
+                Some(radius.read_unaligned() as i64)
             }
             pg_sys::NodeTag::T_FuncExpr => {
                 let fargs =

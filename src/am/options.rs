@@ -3,6 +3,13 @@
 //! REINDEX); `blocks` applies to each run as it is written; `pending_limit` takes effect at
 //! once (ALTER INDEX ... SET, which only takes a ShareUpdateExclusiveLock, as GIN's
 //! `gin_pending_list_limit` does).
+//!
+//! What `max_distance` and `blocks` mean depends on the column's codes. For 64-bit
+//! fingerprints, the distance the permuted tables answer by prefix lookups (Manku's k, at
+//! most 8, default 3) and the blocks of a fingerprint (Manku's r). For wide codes, which
+//! multi-index hashing searches at any radius, the radius the substring tables are cut
+//! for (default 31 for `hash256`, PDQ's match threshold; 15 for `hash128`) and the number
+//! of substrings.
 
 use pgrx::pg_sys;
 use std::ffi::CStr;
@@ -14,6 +21,11 @@ static KIND: AtomicU32 = AtomicU32::new(0);
 pub const DEFAULT_MAX_DISTANCE: i32 = 3;
 /// Distances beyond this need so many tables (C(r, k)) that a scan of one is better.
 pub const MAX_MAX_DISTANCE: i32 = 8;
+/// The default `max_distance` of an index of 256-bit codes (PDQ's match threshold) and of
+/// 128-bit codes.
+const DEFAULT_WIDE_MAX_DISTANCE: [i32; 2] = [31, 15];
+/// What the reloption holds when the index has none: the default of the column's codes.
+const UNSET: i32 = -1;
 /// Pending rows that make a run. A lookup compares each pending row (8 k rows: 15 pages and
 /// a few microseconds), and each merge level rewrites its rows: larger lists mean fewer
 /// merges and slower lookups.
@@ -47,19 +59,19 @@ pub fn init() {
         pg_sys::add_int_reloption(
             kind as pg_sys::bits32,
             c"max_distance".as_ptr(),
-            c"Largest Hamming distance answered by prefix lookups in the permuted tables".as_ptr(),
-            DEFAULT_MAX_DISTANCE,
-            0,
-            MAX_MAX_DISTANCE,
+            c"Largest Hamming distance answered by prefix lookups (64-bit codes), or the radius the substring tables are cut for (wide codes)".as_ptr(),
+            UNSET,
+            UNSET,
+            255,
             pg_sys::AccessExclusiveLock as pg_sys::LOCKMODE,
         );
         pg_sys::add_int_reloption(
             kind as pg_sys::bits32,
             c"blocks".as_ptr(),
-            c"Blocks the 64 bits are split into (0: chosen from the row count at build)".as_ptr(),
+            c"Blocks the 64 bits are split into, or substrings of a wide code (0: chosen from the row count)".as_ptr(),
             0,
             0,
-            neardup_core::search::permuted::MAX_BLOCKS as i32,
+            256,
             pg_sys::AccessExclusiveLock as pg_sys::LOCKMODE,
         );
         pg_sys::add_int_reloption(
@@ -111,23 +123,32 @@ pub unsafe extern "C-unwind" fn amoptions(
     }
 }
 
-/// The options of an open index (defaults when it has none).
+/// The options of an open index (defaults when it has none). A `max_distance` too large
+/// for 64-bit fingerprints is refused where a layout is chosen (`build::choose_layout`).
 pub fn of(index: pg_sys::Relation) -> Settings {
     // SAFETY: rd_options of a `hamming` index is NULL or the struct amoptions built.
-    unsafe {
+    let (max_distance, blocks, pending_limit) = unsafe {
         let options = (*index).rd_options as *const Options;
         if options.is_null() {
-            Settings {
-                max_distance: DEFAULT_MAX_DISTANCE as u32,
-                blocks: 0,
-                pending_limit: DEFAULT_PENDING_LIMIT as u32,
-            }
+            (UNSET, 0, DEFAULT_PENDING_LIMIT)
         } else {
-            Settings {
-                max_distance: (*options).max_distance as u32,
-                blocks: (*options).blocks as u32,
-                pending_limit: (*options).pending_limit as u32,
-            }
+            (
+                (*options).max_distance,
+                (*options).blocks,
+                (*options).pending_limit,
+            )
         }
+    };
+    let words = super::codes::words(index);
+    let max_distance = match (max_distance, words) {
+        (UNSET, 1) => DEFAULT_MAX_DISTANCE,
+        (UNSET, 2) => DEFAULT_WIDE_MAX_DISTANCE[1],
+        (UNSET, _) => DEFAULT_WIDE_MAX_DISTANCE[0],
+        (d, _) => d,
+    };
+    Settings {
+        max_distance: max_distance as u32,
+        blocks: blocks as u32,
+        pending_limit: pending_limit as u32,
     }
 }

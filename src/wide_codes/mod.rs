@@ -6,9 +6,11 @@
 //! `sql/wide_codes_type.sql` and `sql/wide_codes.sql`; all pairs within a distance are
 //! `hamming_pairs` (`hamming_query/pairs.rs`), by multi-index hashing.
 
+mod ball;
 mod datum;
 mod functions;
 
+pub use ball::{Hash128Ball, Hash256Ball};
 pub use datum::{Hash128, Hash256};
 
 pgrx::extension_sql!(
@@ -63,5 +65,45 @@ pgrx::extension_sql_file!(
         functions::hash128_hamming,
         functions::hash128_from_bytea,
         functions::hash128_from_bit_bytes,
+    ]
+);
+
+pgrx::extension_sql!(
+    "CREATE TYPE hash256_ball; -- shell, completed by sql/wide_balls_type.sql\n\
+     CREATE TYPE hash128_ball; -- shell, completed by sql/wide_balls_type.sql\n",
+    name = "wide_balls_shell",
+    requires = ["wide_codes_type"]
+);
+
+pgrx::extension_sql_file!(
+    "../../sql/wide_balls_type.sql",
+    name = "wide_balls_type",
+    creates = [Type(Hash256Ball), Type(Hash128Ball)],
+    requires = [
+        "wide_balls_shell",
+        ball::hash256_ball_in,
+        ball::hash256_ball_out,
+        ball::hash256_ball_recv,
+        ball::hash256_ball_send,
+        ball::hash128_ball_in,
+        ball::hash128_ball_out,
+        ball::hash128_ball_recv,
+        ball::hash128_ball_send,
+    ]
+);
+
+pgrx::extension_sql_file!(
+    "../../sql/wide_codes_index.sql",
+    name = "wide_codes_index",
+    requires = [
+        "wide_balls_type",
+        "wide_codes_operators",
+        "hamming_am_opclasses",
+        ball::hamming_ball_hash256,
+        ball::within_hamming_ball_hash256,
+        ball::hamming_ball_contains_hash256,
+        ball::hamming_ball_hash128,
+        ball::within_hamming_ball_hash128,
+        ball::hamming_ball_contains_hash128,
     ]
 );

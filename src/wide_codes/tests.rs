@@ -275,18 +275,6 @@ fn wide_gin_lookups_on_hamming_keys_equal_brute_force() {
     assert!(error.as_deref().is_some_and(|e| e.starts_with("54000")), "{error:?}");
 }
 
-/// Index a wide code column with the `hamming` access method through operator classes made
-/// for the test (none ships yet: scans of wide codes are to come).
-fn staged_wide_opclasses() {
-    Spi::run(
-        "CREATE OPERATOR CLASS hash256_staged_ops FOR TYPE hash256 USING hamming AS
-             OPERATOR 2 <~> (hash256, hash256) FOR ORDER BY integer_ops;
-         CREATE OPERATOR CLASS hash128_staged_ops FOR TYPE hash128 USING hamming AS
-             OPERATOR 2 <~> (hash128, hash128) FOR ORDER BY integer_ops",
-    )
-    .unwrap();
-}
-
 fn index_check(index: &str) -> i64 {
     Spi::get_one::<i64>(&format!("SELECT hamming_index_check('{index}')"))
         .unwrap()
@@ -297,11 +285,10 @@ fn index_check(index: &str) -> i64 {
 /// rows written as runs, merges in memory and table by table, and a compaction leave every
 /// row in every substring table of one run with its code, or pending
 /// (`hamming_index_check`, which reads each table back to the code and compares it with
-/// the heap's).
+/// the heap's); lookups stay exact through all of it.
 #[pg_test]
 fn wide_runs_hold_every_row_in_every_substring_table() {
     wide_fixture("w", 100);
-    staged_wide_opclasses();
     Spi::run(
         "INSERT INTO w (code) SELECT pg_temp.rbits(g + 9000000)::hash256
              FROM generate_series(1, 24000) g;
@@ -318,8 +305,8 @@ fn wide_runs_hold_every_row_in_every_substring_table() {
     ] {
         Spi::run(&format!(
             "SET LOCAL maintenance_work_mem = '{memory}';
-             CREATE INDEX w_built ON w USING hamming (code hash256_staged_ops) WITH ({options});
-             CREATE INDEX w128_built ON w128 USING hamming (code hash128_staged_ops) WITH ({options});
+             CREATE INDEX w_built ON w USING hamming (code) WITH ({options});
+             CREATE INDEX w128_built ON w128 USING hamming (code) WITH ({options});
              RESET maintenance_work_mem"
         ))
         .unwrap();
@@ -338,7 +325,7 @@ fn wide_runs_hold_every_row_in_every_substring_table() {
     // makes one run (table by table: more than 65,536 rows).
     Spi::run(
         "CREATE TABLE g (id bigint, code hash256);
-         CREATE INDEX g_code ON g USING hamming (code hash256_staged_ops)
+         CREATE INDEX g_code ON g USING hamming (code)
              WITH (max_distance = 8, blocks = 16, pending_limit = 3000)",
     )
     .unwrap();
@@ -353,6 +340,7 @@ fn wide_runs_hold_every_row_in_every_substring_table() {
                 .unwrap()
                 .unwrap();
             assert_eq!(index_check("g_code"), inserted, "copy {copy} part {part}");
+            assert_wide_lookups_exact("g", "hash256", &[(9, 24), (77, 31)]);
         }
     }
     assert!(crate::am::meta_of("g_code").runs.len() > 1);
@@ -361,4 +349,121 @@ fn wide_runs_hold_every_row_in_every_substring_table() {
     assert_eq!((m.runs.len(), m.pending.pages), (1, 0), "{m:?}");
     assert_eq!(m.runs[0].rows, inserted as u64 - 3, "{m:?}");
     assert_eq!(index_check("g_code"), inserted);
+    assert_wide_lookups_exact("g", "hash256", &[(9, 24), (77, 31)]);
+}
+
+/// The ids of the rows of `table` that `condition` selects, in id order, with the plan
+/// the settings `set` leave (a brute force when they turn index scans off).
+fn wide_ids(table: &str, condition: &str, set: &str) -> String {
+    Spi::run(set).unwrap();
+    let ids = text(&format!(
+        "SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '') FROM {table} WHERE {condition}"
+    ));
+    Spi::run("RESET enable_seqscan; RESET enable_indexscan; RESET enable_bitmapscan").unwrap();
+    ids
+}
+
+const INDEX_SCAN: &str =
+    "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_indexscan = on";
+const BITMAP_SCAN: &str =
+    "SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = on";
+const SEQ_SCAN: &str =
+    "SET LOCAL enable_seqscan = on; SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off";
+
+/// Lookups through the index of `table`'s `code` (an index scan and a bitmap scan, by
+/// `<@ hamming_ball` and `hamming_within`) equal a brute force, for the code of row `id`
+/// at each `(id, radius)`, at radius 0 and beyond, and for a code of no row.
+fn assert_wide_lookups_exact(table: &str, ty: &str, probes: &[(i64, i32)]) {
+    for &(id, radius) in probes {
+        let q = format!("(SELECT code FROM {table} WHERE id = {id})");
+        for r in [0, radius, radius + 9, 3 * radius] {
+            let brute = wide_ids(table, &format!("hamming(code, {q}) + 0 <= {r}"), SEQ_SCAN);
+            for set in [INDEX_SCAN, BITMAP_SCAN] {
+                let ball = format!("code <@ hamming_ball({q}, {r})");
+                Spi::run(set).unwrap();
+                let plan = plan_of(&format!("SELECT id FROM {table} WHERE {ball}"));
+                assert!(plan.contains("Index Cond"), "{plan}");
+                assert_eq!(wide_ids(table, &ball, set), brute, "{table} {id} {r}");
+                let within = format!("hamming_within(code, {q}, {r})");
+                assert_eq!(wide_ids(table, &within, set), brute, "{table} {id} {r} within");
+            }
+        }
+    }
+    let far = format!("'{}'::{ty}", "0".repeat(if ty == "hash256" { 64 } else { 32 }));
+    let brute = wide_ids(table, &format!("hamming(code, {far}) + 0 <= 60"), SEQ_SCAN);
+    let index = wide_ids(table, &format!("code <@ hamming_ball({far}, 60)"), INDEX_SCAN);
+    assert_eq!(index, brute);
+}
+
+/// `ORDER BY code <~> q LIMIT n` through the index: the distances in order equal a brute
+/// force's, each row's distance is its own, and no row is missed below the last distance.
+fn assert_wide_nearest_exact(table: &str, q: &str, limit: i64) {
+    let nearest = |set: &str| {
+        Spi::run(set).unwrap();
+        let rows = text(&format!(
+            "SELECT coalesce(string_agg(id || ':' || coalesce(d::text, 'null'), ',' ORDER BY n), '')
+             FROM (SELECT id, code <~> {q} AS d, row_number() OVER () AS n
+                   FROM (SELECT id, code FROM {table} ORDER BY code <~> {q} LIMIT {limit}) s) t"
+        ));
+        Spi::run("RESET enable_seqscan; RESET enable_indexscan; RESET enable_bitmapscan").unwrap();
+        rows
+    };
+    Spi::run(INDEX_SCAN).unwrap();
+    let plan = plan_of(&format!(
+        "SELECT id FROM {table} ORDER BY code <~> {q} LIMIT {limit}"
+    ));
+    assert!(plan.contains("Order By"), "{plan}");
+    let by_index = nearest(INDEX_SCAN);
+    let brute = nearest(SEQ_SCAN);
+    let parse = |rows: &str| -> Vec<(i64, Option<i64>)> {
+        rows.split(',')
+            .filter(|r| !r.is_empty())
+            .map(|r| {
+                let (id, d) = r.split_once(':').unwrap();
+                (id.parse().unwrap(), d.parse().ok())
+            })
+            .collect()
+    };
+    let (index, brute) = (parse(&by_index), parse(&brute));
+    let distances = |rows: &[(i64, Option<i64>)]| rows.iter().map(|r| r.1).collect::<Vec<_>>();
+    assert_eq!(distances(&index), distances(&brute), "{q} {limit}");
+    // Ties at the last distance may be any of the tied rows; every nearer row is there.
+    let last = index.last().map(|r| r.1);
+    let nearer = |rows: &[(i64, Option<i64>)]| {
+        let mut ids: Vec<i64> = rows.iter().filter(|r| Some(r.1) != last).map(|r| r.0).collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(nearer(&index), nearer(&brute), "{q} {limit}");
+}
+
+/// Lookups and nearest codes through `hamming` indexes of `hash256` and `hash128` codes
+/// equal brute force on clustered, duplicated and shared-substring codes, with rows in
+/// several runs and pending, and NULL codes.
+#[pg_test]
+fn wide_index_lookups_and_nearest_equal_brute_force() {
+    wide_fixture("w", 150);
+    Spi::run(
+        "INSERT INTO w (code) SELECT pg_temp.rbits(g + 8000000)::hash256 FROM generate_series(1, 2000) g;
+         INSERT INTO w (code) VALUES (NULL), (NULL);
+         CREATE TABLE w128 AS SELECT id, code::bit(256)::bit(128)::hash128 AS code FROM w WHERE id % 3 <> 0;
+         CREATE INDEX ON w USING hamming (code) WITH (pending_limit = 400);
+         CREATE INDEX ON w128 USING hamming (code) WITH (pending_limit = 400);
+         INSERT INTO w (code) SELECT code FROM w WHERE id % 5 = 0;
+         INSERT INTO w128 SELECT id, code::bit(256)::bit(128)::hash128 FROM w WHERE id % 3 = 0",
+    )
+    .unwrap();
+    for (table, ty) in [("w", "hash256"), ("w128", "hash128")] {
+        let m = crate::am::meta_of(&format!("{table}_code_idx"));
+        assert!(m.runs.len() + (m.pending.pages > 0) as usize > 1, "{m:?}");
+        assert_wide_lookups_exact(table, ty, &[(1, 31), (2, 16), (5, 40), (6, 8), (901, 31)]);
+        for (id, limit) in [(3, 10), (4, 100), (900, 5)] {
+            let q = format!("(SELECT code FROM {table} WHERE id = {id})");
+            assert_wide_nearest_exact(table, &q, limit);
+        }
+        // Past every distance: all rows, the NULL codes last.
+        let q = format!("(SELECT code FROM {table} WHERE id = 7)");
+        let rows = Spi::get_one::<i64>(&format!("SELECT count(*) FROM {table}")).unwrap().unwrap();
+        assert_wide_nearest_exact(table, &q, rows + 5);
+    }
 }

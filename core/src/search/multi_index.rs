@@ -126,6 +126,17 @@ impl Substrings {
         })
     }
 
+    /// How many values of its substring each table is looked up at, per table (`None`: the
+    /// table is not searched): what `for_each_probe` enumerates.
+    pub fn probes_per_table(&self) -> impl Iterator<Item = Option<f64>> + '_ {
+        (0..self.count).map(|k| Some(values_within(self.bounds(k).1, self.search_radius(k)?)))
+    }
+
+    /// How many values a search looks up, over every table.
+    pub fn probe_count(&self) -> f64 {
+        self.probes_per_table().flatten().sum()
+    }
+
     /// Calls `f(k, value)` with every value of substring `k` within its search radius of
     /// `q`'s, substring by substring: where a search looks for matches of `q`.
     pub fn for_each_probe<const W: usize>(&self, q: &WideCode<W>, mut f: impl FnMut(u32, u32)) {
@@ -164,9 +175,7 @@ impl Substrings {
         q: &WideCode<W>,
         limit: usize,
     ) -> Result<Vec<i64>, PlanError> {
-        let total: f64 = (0..self.count)
-            .filter_map(|k| Some(values_within(self.bounds(k).1, self.search_radius(k)?)))
-            .sum();
+        let total = self.probe_count();
         if total > limit as f64 {
             return Err(PlanError(format!(
                 "{total} keys within {} bits in {} substrings: at most {limit}",

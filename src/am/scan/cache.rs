@@ -141,12 +141,7 @@ pub fn for_each_row_in(rows: &[Row], mut emit: impl FnMut(Row)) {
 /// - directory pages never change once written (VACUUM only removes leaf entries, so the
 ///   first keys they hold stay lower bounds: a descent cannot skip a match).
 pub struct ScanCache {
-    /// Block 1, pinned before the metapage was read and for as long as the scan may read
-    /// what this copy of it names: a merge recycles garbage before the horizon allows only
-    /// when no scan pins it (`registry::no_scan_holds_an_older_metapage`). Released by
-    /// `release` (amendscan, or a non-MVCC rescan that reads the metapage anew); after an
-    /// ERROR, the resource owner releases it.
-    pin: pg_sys::Buffer,
+    pin: MetaPin,
     pub meta: Meta,
     /// The layout of each run.
     pub layouts: Vec<Layout>,
@@ -192,10 +187,32 @@ impl DirectoryPage {
     }
 }
 
+/// Block 1, pinned before a scan reads the metapage and for as long as the scan may read
+/// what its copy of it names: a merge recycles garbage before the horizon allows only when
+/// no scan pins it (`registry::no_scan_holds_an_older_metapage`). Released by `release`
+/// (amendscan, or a non-MVCC rescan that reads the metapage anew); after an ERROR, the
+/// resource owner releases it.
+pub struct MetaPin(pg_sys::Buffer);
+
+impl MetaPin {
+    /// Pins block 1, then reads the metapage.
+    pub fn read(index: pg_sys::Relation) -> (MetaPin, Meta) {
+        let pin = MetaPin(registry::pin(index));
+        (pin, meta::read(index))
+    }
+
+    pub fn release(&mut self) {
+        if self.0 != pg_sys::InvalidBuffer as pg_sys::Buffer {
+            // SAFETY: the pin taken in `read`, released once.
+            unsafe { pg_sys::ReleaseBuffer(self.0) };
+            self.0 = pg_sys::InvalidBuffer as pg_sys::Buffer;
+        }
+    }
+}
+
 impl ScanCache {
     fn new(index: pg_sys::Relation) -> ScanCache {
-        let pin = registry::pin(index);
-        let meta = meta::read(index);
+        let (pin, meta) = MetaPin::read(index);
         let layouts: Vec<Layout> = meta.runs.iter().map(|r| meta::layout(&meta, r)).collect();
         let parts = meta
             .runs
@@ -232,11 +249,7 @@ impl ScanCache {
     }
 
     pub fn release(&mut self) {
-        if self.pin != pg_sys::InvalidBuffer as pg_sys::Buffer {
-            // SAFETY: the pin taken in `new`, released once.
-            unsafe { pg_sys::ReleaseBuffer(self.pin) };
-            self.pin = pg_sys::InvalidBuffer as pg_sys::Buffer;
-        }
+        self.pin.release();
     }
 }
 

@@ -13,6 +13,7 @@
 mod cache;
 mod matches;
 mod ordered;
+mod wide;
 
 pub use cache::PASSES_BEFORE_SORTING;
 pub use ordered::{pass_rows_cap, FIRST_PASS_ROWS};
@@ -48,6 +49,8 @@ struct Query {
 
 #[derive(Default)]
 struct ScanState {
+    /// A scan of wide codes (`wide`), which has its own state: the rest is unused then.
+    wide: Option<Box<dyn wide::WideScan>>,
     query: Query,
     /// What finds the rows, from the first fetch on.
     producer: Option<Producer>,
@@ -76,15 +79,6 @@ pub unsafe extern "C-unwind" fn ambeginscan(
     // SAFETY: standard AM protocol; the state lives in the scan's memory context and is
     // dropped when that context goes.
     unsafe {
-        if codes::words(index) != 1 {
-            // Runs of wide codes are written and merged, but not searched yet: no operator
-            // class gives a wide column to this access method.
-            ereport!(
-                ERROR,
-                PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
-                "hamming index scans of wide codes are not supported yet"
-            );
-        }
         let scan = pg_sys::RelationGetIndexScan(index, nkeys, norderbys);
         // The AM owns the arrays the executor reads ORDER BY distances from.
         if norderbys > 0 {
@@ -95,8 +89,11 @@ pub unsafe extern "C-unwind" fn ambeginscan(
         }
         // An index-only scan reads the fingerprint from the index tuple amgettuple forms.
         (*scan).xs_itupdesc = (*index).rd_att;
-        let state =
-            PgMemoryContexts::CurrentMemoryContext.leak_and_drop_on_delete(ScanState::default());
+        let words = codes::words(index);
+        let state = PgMemoryContexts::CurrentMemoryContext.leak_and_drop_on_delete(ScanState {
+            wide: (words != 1).then(|| wide::begin(words)),
+            ..ScanState::default()
+        });
         (*scan).opaque = state as *mut std::ffi::c_void;
         scan
     }
@@ -120,6 +117,15 @@ pub unsafe extern "C-unwind" fn amrescan(
             std::ptr::copy(orderbys, scan.orderByData, norderbys as usize);
         }
         let state = &mut *(scan.opaque as *mut ScanState);
+        if let Some(wide) = state.wide.as_mut() {
+            let query = wide::WideQuery::of(
+                slice_or_empty(scan.keyData, scan.numberOfKeys),
+                slice_or_empty(scan.orderByData, scan.numberOfOrderBys),
+                codes::words(scan.indexRelation),
+            );
+            wide.rescan(query);
+            return;
+        }
         *state = ScanState {
             query: query_of(scan),
             cache: state.cache.take(),
@@ -181,6 +187,9 @@ pub unsafe extern "C-unwind" fn amgettuple(
         let index = scan.indexRelation;
         let mvcc = is_mvcc(scan.xs_snapshot);
         let state = &mut *(scan.opaque as *mut ScanState);
+        if let Some(wide) = state.wide.as_mut() {
+            return wide_gettuple(scan, wide.as_mut(), mvcc);
+        }
         if state.producer.is_none() {
             count_index_scan(index);
             let cache = ScanCache::for_scan(&mut state.cache, index, mvcc);
@@ -219,6 +228,61 @@ pub unsafe extern "C-unwind" fn amgettuple(
         }
         scan.xs_recheckorderby = false;
         true
+    }
+}
+
+/// amgettuple of a scan of wide codes: the next row, its ORDER BY distances and, for an
+/// index-only scan, its code.
+///
+/// # Safety
+/// `scan` is a scan of a wide index, set up by ambeginscan and amrescan.
+unsafe fn wide_gettuple(
+    scan: &mut pg_sys::IndexScanDescData,
+    wide: &mut dyn wide::WideScan,
+    mvcc: bool,
+) -> bool {
+    // SAFETY: as the caller promises; xs_orderbyvals is sized for the order-bys.
+    unsafe {
+        let index = scan.indexRelation;
+        if !wide.started() {
+            count_index_scan(index);
+        }
+        let Some(found) = wide.next(index, mvcc) else {
+            return false;
+        };
+        scan.xs_heaptid = item_pointer(found.tid);
+        scan.xs_recheck = false;
+        if scan.xs_want_itup {
+            set_wide_index_tuple(scan, found.code, codes::words(index));
+        }
+        for (i, q) in wide.query().order_by.iter().enumerate() {
+            let d = wide::distance(&found, *q);
+            *scan.xs_orderbyvals.add(i) = pg_sys::Datum::from(d.unwrap_or(0) as i32);
+            *scan.xs_orderbynulls.add(i) = d.is_none();
+        }
+        scan.xs_recheckorderby = false;
+        true
+    }
+}
+
+/// The index tuple of an index-only scan of wide codes (see `set_index_tuple`).
+unsafe fn set_wide_index_tuple(
+    scan: &mut pg_sys::IndexScanDescData,
+    code: Option<wide::Padded>,
+    words: usize,
+) {
+    unsafe {
+        if !scan.xs_itup.is_null() {
+            pg_sys::pfree(scan.xs_itup.cast());
+        }
+        let words_of = code.map_or([0u64; 4], |c| c.0);
+        let mut value = pg_sys::Datum::from(words_of[..words].as_ptr());
+        let mut isnull = code.is_none();
+        let old = pg_sys::MemoryContextSwitchTo(pg_sys::GetMemoryChunkContext(
+            scan as *mut _ as *mut std::ffi::c_void,
+        ));
+        scan.xs_itup = pg_sys::index_form_tuple(scan.xs_itupdesc, &raw mut value, &raw mut isnull);
+        pg_sys::MemoryContextSwitchTo(old);
     }
 }
 
@@ -275,6 +339,9 @@ pub unsafe extern "C-unwind" fn amgetbitmap(
         let mvcc = is_mvcc(scan.xs_snapshot);
         let state = &mut *(scan.opaque as *mut ScanState);
         count_index_scan(scan.indexRelation);
+        if let Some(wide) = state.wide.as_mut() {
+            return wide.bitmap(scan.indexRelation, mvcc, tbm);
+        }
         let cache = ScanCache::for_scan(&mut state.cache, scan.indexRelation, mvcc);
         // TIDs go to the bitmap a batch at a time as they are found: a wide radius matches
         // much of the index, which the bitmap (lossy past work_mem) can hold and a Vec
@@ -309,6 +376,9 @@ pub unsafe extern "C-unwind" fn amendscan(scan: pg_sys::IndexScanDesc) {
         let state = &mut *((*scan).opaque as *mut ScanState);
         if let Some(cache) = state.cache.as_mut() {
             cache.release();
+        }
+        if let Some(wide) = state.wide.as_mut() {
+            wide.release();
         }
         *state = ScanState::default();
     }

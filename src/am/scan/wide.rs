@@ -1,0 +1,742 @@
+//! Scans of an index of wide codes (`hash128`, `hash256`): multi-index hashing's lookups
+//! in the substring tables of each run (`neardup_core::search::code_tables`).
+//!
+//! A ball (center, radius r) is cut as each run's tables are (m substrings): a code within
+//! r bits of the center agrees within its substring's search radius with the center on one
+//! of them (Norouzi et al.'s pigeonhole, `Substrings`). For each substring and each value
+//! within that radius of the center's, the table's entries whose key begins with the value
+//! are read (a descent, then the leaves of that key range), verified on the whole code
+//! (the entry holds it), and reported only from their *witness*, the first substring
+//! within its radius: each row once. A run whose probes would read more leaves than its
+//! table 0 holds is read whole instead (table 0 only). The pending rows are compared one
+//! by one.
+//!
+//! `ORDER BY code <~> q` goes nearest first by widening the radius (MIH's k-nearest
+//! search): a pass returns the rows whose distance is in (the last pass's radius, this
+//! pass's], sorted; the first pass's radius is the index's `max_distance`, each next one
+//! twice the last plus one, until every distance is covered, then the rows whose code is
+//! NULL. A pass keeps at most `pass_rows_cap()` rows: one that would hold more is read
+//! again over half its band.
+//!
+//! An unordered scan returns its rows a leaf page at a time, as the 64-bit scans do.
+
+use super::cache::{DirectoryPage, MetaPin};
+use super::ordered::pass_rows_cap;
+use super::STRATEGY_WITHIN;
+use crate::am::page::Kind;
+use crate::am::{meta, run};
+use neardup_core::search::code_tables::{SubstringTables, Tables};
+use neardup_core::search::index_page::{entries, lower_bound, Entry, Meta, Rest, Tid, NO_BLOCK};
+use neardup_core::search::multi_index::Substrings;
+use neardup_core::search::table_parts::Parts;
+use neardup_core::signatures::wide_code::WideCode;
+use pgrx::pg_sys;
+use std::collections::HashMap;
+
+/// A code padded to 256 bits (a 128-bit code in its first two words, the others zero):
+/// what `Substrings` cuts, with the same distances.
+pub type Padded = WideCode<4>;
+
+fn padded<P: Rest>(key: u64, rest: &P) -> Padded {
+    let mut words = [0u64; 4];
+    words[0] = key;
+    words[1..1 + P::WORDS].copy_from_slice(rest.words());
+    WideCode(words)
+}
+
+/// What a scan of a wide index looks for, from its scan keys.
+#[derive(Default, Clone)]
+pub struct WideQuery {
+    balls: Vec<(Padded, u32)>,
+    /// The ORDER BY queries; `None` for a NULL argument (every distance NULL).
+    pub order_by: Vec<Option<Padded>>,
+    /// A NULL argument or a negative radius: a strict operator matches nothing.
+    nothing: bool,
+}
+
+/// The words of a wide code datum (`words` of them), padded.
+///
+/// # Safety
+/// `datum` points to a code of `words` words.
+unsafe fn code_at(datum: pg_sys::Datum, words: usize) -> Padded {
+    let mut out = [0u64; 4];
+    // SAFETY: as the caller promises.
+    unsafe {
+        let p = datum.cast_mut_ptr::<u64>();
+        for (i, w) in out.iter_mut().enumerate().take(words) {
+            *w = p.add(i).read_unaligned();
+        }
+    }
+    WideCode(out)
+}
+
+impl WideQuery {
+    /// The query of a scan's keys, for codes of `words` words. A wide ball is the center's
+    /// words, then the radius (`wide_codes::ball`).
+    ///
+    /// # Safety
+    /// The keys are those of a scan of a wide index of `words`-word codes.
+    pub unsafe fn of(
+        keys: &[pg_sys::ScanKeyData],
+        orderbys: &[pg_sys::ScanKeyData],
+        words: usize,
+    ) -> WideQuery {
+        let mut query = WideQuery::default();
+        for key in keys {
+            if key.sk_flags & pg_sys::SK_ISNULL as i32 != 0 {
+                query.nothing = true;
+            } else if key.sk_strategy == STRATEGY_WITHIN {
+                // SAFETY: a ball of this width (the operator class's strategy 1).
+                let (center, radius) = unsafe {
+                    let radius = key
+                        .sk_argument
+                        .cast_mut_ptr::<u8>()
+                        .add(8 * words)
+                        .cast::<i32>()
+                        .read_unaligned();
+                    (code_at(key.sk_argument, words), radius)
+                };
+                match u32::try_from(radius) {
+                    Ok(radius) => query.balls.push((center, radius)),
+                    Err(_) => query.nothing = true,
+                }
+            }
+        }
+        query.order_by = orderbys
+            .iter()
+            // SAFETY: a code of this width (strategy 2's right argument).
+            .map(|key| {
+                (key.sk_flags & pg_sys::SK_ISNULL as i32 == 0)
+                    .then(|| unsafe { code_at(key.sk_argument, words) })
+            })
+            .collect();
+        query
+    }
+
+    fn accepts(&self, code: &Padded) -> bool {
+        self.balls.iter().all(|(c, r)| c.hamming(code) <= *r)
+    }
+}
+
+/// A row a scan returns: its TID and code (`None`: NULL).
+#[derive(Clone, Copy, Debug)]
+pub struct Found {
+    pub tid: Tid,
+    pub code: Option<Padded>,
+}
+
+/// The index as a scan read it: the metapage (block 1 pinned), each run's tables, and what
+/// it read for its rescans under an MVCC snapshot (the directory pages, the pending rows).
+pub struct WideCache<P: Rest> {
+    pin: MetaPin,
+    meta: Meta,
+    layouts: Vec<SubstringTables<P>>,
+    parts: Vec<Parts>,
+    directory: HashMap<u32, DirectoryPage>,
+    pending: Option<Vec<Found>>,
+}
+
+impl<P: Rest> WideCache<P> {
+    pub fn new(index: pg_sys::Relation) -> WideCache<P> {
+        let (pin, meta) = MetaPin::read(index);
+        let layouts: Vec<SubstringTables<P>> =
+            meta.runs.iter().map(|r| meta::layout(&meta, r)).collect();
+        let parts = meta
+            .runs
+            .iter()
+            .zip(&layouts)
+            .map(|(r, layout)| meta::parts(layout, r))
+            .collect();
+        WideCache {
+            pin,
+            meta,
+            layouts,
+            parts,
+            directory: HashMap::new(),
+            pending: None,
+        }
+    }
+
+    pub fn release(&mut self) {
+        self.pin.release();
+    }
+
+    pub fn max_distance(&self) -> u32 {
+        self.meta.max_distance
+    }
+
+    /// The pending rows (open and sealed lists), read at the first use.
+    fn pending(&mut self, index: pg_sys::Relation) -> &[Found] {
+        let meta = &self.meta;
+        self.pending.get_or_insert_with(|| {
+            let mut rows = Vec::new();
+            for list in [&meta.pending, &meta.sealed]
+                .into_iter()
+                .filter(|l| l.id != 0)
+            {
+                run::for_each_pending(index, list.id, list.head, |e: Entry<P>| {
+                    rows.push(Found {
+                        tid: e.heap_tid(),
+                        code: (!e.is_null()).then(|| padded(e.key, &e.rest)),
+                    })
+                });
+            }
+            rows
+        })
+    }
+}
+
+/// How a lookup reads one run.
+enum RunPlan {
+    /// Per table, the values of its substring to read; rows reported from their witness.
+    Probes {
+        cut: Substrings,
+        values: Vec<Vec<u32>>,
+    },
+    /// Table 0 whole.
+    Whole,
+}
+
+/// Where a lookup stands.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Run `run`, table `table`, the `value`-th value to read; the next leaf of it
+    /// (`None` before its descent).
+    Table {
+        run: usize,
+        table: usize,
+        value: usize,
+        leaf: Option<u32>,
+    },
+    /// The NULL rows of run `run` (a lookup of every row), from `block`.
+    Nulls {
+        run: usize,
+        block: Option<u32>,
+    },
+    Pending,
+    Done,
+}
+
+/// The rows within `radius` of `center` that the query accepts (every row, NULL ones too,
+/// when `center` is `None`), found a leaf page at a time.
+pub struct Lookup {
+    center: Option<Padded>,
+    radius: u32,
+    plans: Vec<RunPlan>,
+    step: Step,
+}
+
+impl Lookup {
+    pub fn new<P: Rest>(cache: &WideCache<P>, center: Option<Padded>, radius: u32) -> Lookup {
+        let bits = SubstringTables::<P>::BITS;
+        let plans = cache
+            .meta
+            .runs
+            .iter()
+            .zip(&cache.layouts)
+            .zip(&cache.parts)
+            .map(|((run, layout), parts)| {
+                let Some(center) = center else {
+                    return RunPlan::Whole;
+                };
+                let Ok(cut) = Substrings::new(bits, layout.substrings().count(), radius) else {
+                    return RunPlan::Whole; // a radius of every code
+                };
+                let mut values = vec![Vec::new(); cut.count() as usize];
+                let mut probes = 0u64;
+                let leaves: u64 = run.trees[parts.trees_of(0)]
+                    .iter()
+                    .map(|t| t.leaves as u64)
+                    .sum();
+                let mut whole = false;
+                cut.for_each_probe(&center, |k, value| {
+                    probes += 1;
+                    whole |= probes > leaves;
+                    if !whole {
+                        values[k as usize].push(value);
+                    }
+                });
+                if whole {
+                    RunPlan::Whole
+                } else {
+                    RunPlan::Probes { cut, values }
+                }
+            })
+            .collect();
+        Lookup {
+            center,
+            radius,
+            plans,
+            step: Step::Table {
+                run: 0,
+                table: 0,
+                value: 0,
+                leaf: None,
+            },
+        }
+    }
+
+    /// Adds the next rows to `out` until it holds at least `want` or every row is found;
+    /// reads a page (or the pending rows) at a time. Adds nothing only at the end.
+    pub fn fill<P: Rest>(
+        &mut self,
+        index: pg_sys::Relation,
+        query: &WideQuery,
+        cache: &mut WideCache<P>,
+        out: &mut Vec<Found>,
+        want: usize,
+    ) {
+        while out.len() < want && self.step != Step::Done {
+            self.step = self.advance(index, query, cache, out);
+        }
+    }
+
+    fn accepts(&self, query: &WideQuery, code: &Padded) -> bool {
+        self.center.is_none_or(|c| c.hamming(code) <= self.radius) && query.accepts(code)
+    }
+
+    /// Reads one page (or the pending rows) from `self.step`; returns the next step.
+    fn advance<P: Rest>(
+        &self,
+        index: pg_sys::Relation,
+        query: &WideQuery,
+        cache: &mut WideCache<P>,
+        out: &mut Vec<Found>,
+    ) -> Step {
+        let runs = cache.meta.runs.len();
+        match self.step {
+            Step::Table { run, .. } if run >= runs => {
+                if self.center.is_none() {
+                    Step::Nulls {
+                        run: 0,
+                        block: None,
+                    }
+                } else {
+                    Step::Pending
+                }
+            }
+            Step::Table {
+                run,
+                table,
+                value,
+                leaf,
+            } => {
+                let next_run = Step::Table {
+                    run: run + 1,
+                    table: 0,
+                    value: 0,
+                    leaf: None,
+                };
+                let r = &cache.meta.runs[run];
+                let (layout, parts) = (&cache.layouts[run], cache.parts[run]);
+                match &self.plans[run] {
+                    RunPlan::Whole => {
+                        // Table 0's trees one after the other (`table` counts them), each
+                        // from its first leaf.
+                        let trees = parts.trees_of(0);
+                        let tree = trees.start + table;
+                        if tree >= trees.end {
+                            return next_run;
+                        }
+                        let block = leaf.unwrap_or(r.trees[tree].first_leaf);
+                        if block == NO_BLOCK {
+                            return Step::Table {
+                                run,
+                                table: table + 1,
+                                value: 0,
+                                leaf: None,
+                            };
+                        }
+                        let ((), next) = run::read_page(index, Kind::Table, r.id, block, |c| {
+                            for e in entries::<P>(c) {
+                                let code = padded_code(layout, 0, &e);
+                                if self.accepts(query, &code) {
+                                    out.push(Found {
+                                        tid: e.tid,
+                                        code: Some(code),
+                                    });
+                                }
+                            }
+                        });
+                        Step::Table {
+                            run,
+                            table,
+                            value: 0,
+                            leaf: Some(next),
+                        }
+                    }
+                    RunPlan::Probes { cut, values } => {
+                        if table >= values.len() {
+                            return next_run;
+                        }
+                        let Some(&v) = values[table].get(value) else {
+                            return Step::Table {
+                                run,
+                                table: table + 1,
+                                value: 0,
+                                leaf: None,
+                            };
+                        };
+                        let next_value = Step::Table {
+                            run,
+                            table,
+                            value: value + 1,
+                            leaf: None,
+                        };
+                        let width = cut.bounds(table as u32).1;
+                        let lo = (v as u64) << (64 - width);
+                        let hi = lo | (u64::MAX >> width);
+                        let block = match leaf {
+                            Some(b) => b,
+                            None => {
+                                let tree = &r.trees[parts.trees_of(table).start + parts.of_key(lo)];
+                                let directory = &mut cache.directory;
+                                match run::descend(tree, lo, |b, read| {
+                                    let page = DirectoryPage::cached(directory, index, b, r.id);
+                                    read(&page.contents, page.level)
+                                }) {
+                                    Some(b) => b,
+                                    None => return next_value,
+                                }
+                            }
+                        };
+                        if block == NO_BLOCK {
+                            return next_value;
+                        }
+                        let center = self.center.expect("a lookup with probes has a center");
+                        let (more, next) = run::read_page(index, Kind::Table, r.id, block, |c| {
+                            let start = lower_bound::<P>(c, lo);
+                            for e in entries::<P>(&c[start * Entry::<P>::SIZE..]) {
+                                if e.key > hi {
+                                    return false;
+                                }
+                                let code = padded_code(layout, table, &e);
+                                if self.accepts(query, &code)
+                                    && cut.witness(&center, &code) == Some(table as u32)
+                                {
+                                    out.push(Found {
+                                        tid: e.tid,
+                                        code: Some(code),
+                                    });
+                                }
+                            }
+                            true
+                        });
+                        if more {
+                            Step::Table {
+                                run,
+                                table,
+                                value,
+                                leaf: Some(next),
+                            }
+                        } else {
+                            next_value
+                        }
+                    }
+                }
+            }
+            Step::Nulls { run, block } => {
+                let Some(r) = cache.meta.runs.get(run) else {
+                    return Step::Pending;
+                };
+                let block = block.unwrap_or(r.nulls_head);
+                if block == NO_BLOCK {
+                    return Step::Nulls {
+                        run: run + 1,
+                        block: None,
+                    };
+                }
+                let ((), next) = run::read_page(index, Kind::Pending, r.id, block, |c| {
+                    out.extend(entries::<P>(c).map(|e| Found {
+                        tid: e.heap_tid(),
+                        code: None,
+                    }))
+                });
+                Step::Nulls {
+                    run,
+                    block: Some(next),
+                }
+            }
+            Step::Pending => {
+                let all = self.center.is_none();
+                for row in cache.pending(index) {
+                    let keep = match &row.code {
+                        Some(code) => self.accepts(query, code),
+                        None => all,
+                    };
+                    if keep {
+                        out.push(*row);
+                    }
+                }
+                Step::Done
+            }
+            Step::Done => Step::Done,
+        }
+    }
+}
+
+/// The code of an entry of table `t`, padded.
+fn padded_code<P: Rest>(layout: &SubstringTables<P>, t: usize, e: &Entry<P>) -> Padded {
+    let (key, rest) = layout.code(t, (e.key, e.rest));
+    padded(key, &rest)
+}
+
+/// An unordered scan, or a nearest-first one.
+pub enum WideProducer {
+    Unordered(Lookup),
+    Ordered(Nearest),
+}
+
+/// The radius of the first pass of a nearest-first scan.
+fn first_radius(max_distance: u32) -> u32 {
+    max_distance
+}
+
+/// Where a nearest-first scan stands: the distances returned so far are at most `done`
+/// (`None` before the first pass); once every distance is covered, the NULL rows remain.
+pub struct Nearest {
+    done: Option<u32>,
+    nulls_returned: bool,
+}
+
+impl Nearest {
+    pub fn new() -> Nearest {
+        Nearest {
+            done: None,
+            nulls_returned: false,
+        }
+    }
+
+    /// The next pass's rows, sorted by their ORDER BY distances, then TID; empty at the end.
+    pub fn next_batch<P: Rest>(
+        &mut self,
+        index: pg_sys::Relation,
+        query: &WideQuery,
+        cache: &mut WideCache<P>,
+    ) -> Vec<Found> {
+        let bits = SubstringTables::<P>::BITS;
+        let q = query.order_by.first().copied().flatten();
+        loop {
+            let lo = self.done;
+            if q.is_none() || lo.is_some_and(|d| d >= bits) {
+                if self.nulls_returned {
+                    return Vec::new();
+                }
+                self.nulls_returned = true;
+                // Every row whose distance is NULL: NULL codes, or every row when the ORDER BY
+                // argument is NULL (then all distances are NULL, in TID order).
+                let mut rows = Vec::new();
+                let mut every = Lookup::new(cache, None, bits);
+                if q.is_some() {
+                    // Only rows whose code is NULL remain: they are in the runs' NULL rows
+                    // and the pending lists.
+                    every.step = Step::Nulls {
+                        run: 0,
+                        block: None,
+                    };
+                }
+                every.fill(index, query, cache, &mut rows, usize::MAX);
+                rows.retain(|f| q.is_none() || f.code.is_none());
+                rows.sort_by_key(|f| f.tid);
+                if rows.is_empty() {
+                    continue;
+                }
+                return rows;
+            }
+            let q = q.expect("checked above");
+            let mut hi = match lo {
+                None => first_radius(cache.max_distance()).min(bits),
+                Some(d) => d.saturating_mul(2).saturating_add(1).min(bits),
+            };
+            let cap = pass_rows_cap();
+            let rows = loop {
+                let mut lookup = Lookup::new(cache, Some(q), hi);
+                let mut rows = Vec::new();
+                let mut full = false;
+                while lookup.step != Step::Done {
+                    lookup.fill(index, query, cache, &mut rows, cap + 1);
+                    rows.retain(|f| lo.is_none_or(|d| f.code.is_some_and(|c| c.hamming(&q) > d)));
+                    if rows.len() > cap {
+                        full = true;
+                        break;
+                    }
+                }
+                let floor = lo.map_or(0, |d| d + 1);
+                if full && hi > floor {
+                    // Too many rows in the band: half of it.
+                    hi = floor + (hi - floor) / 2;
+                    continue;
+                }
+                break rows;
+            };
+            self.done = Some(hi);
+            if rows.is_empty() {
+                continue;
+            }
+            let mut rows = rows;
+            rows.sort_by_cached_key(|f| {
+                let distances: Vec<u32> = query
+                    .order_by
+                    .iter()
+                    .map(|o| match (o, f.code) {
+                        (Some(o), Some(c)) => o.hamming(&c),
+                        _ => u32::MAX,
+                    })
+                    .collect();
+                (distances, f.tid)
+            });
+            return rows;
+        }
+    }
+}
+
+/// The distance of a row to an ORDER BY argument (`None`: NULL).
+pub fn distance(found: &Found, q: Option<Padded>) -> Option<u32> {
+    Some(found.code?.hamming(&q?))
+}
+
+/// A lookup of the smallest ball of `query`, or of every row when it has none.
+pub fn lookup<P: Rest>(query: &WideQuery, cache: &WideCache<P>) -> Lookup {
+    let ball = query.balls.iter().min_by_key(|b| b.1);
+    let mut lookup = match ball {
+        Some(&(center, radius)) => Lookup::new(cache, Some(center), radius),
+        None => Lookup::new(cache, None, SubstringTables::<P>::BITS),
+    };
+    if query.nothing {
+        lookup.step = Step::Done;
+    }
+    lookup
+}
+
+/// A scan of a wide index, whatever its width: what the access method's callbacks call.
+pub trait WideScan {
+    /// New scan keys (a rescan): the query, and a fresh start.
+    fn rescan(&mut self, query: WideQuery);
+    /// The next row, or `None` at the end.
+    fn next(&mut self, index: pg_sys::Relation, mvcc: bool) -> Option<Found>;
+    /// Adds every row to `tbm`; returns how many.
+    fn bitmap(&mut self, index: pg_sys::Relation, mvcc: bool, tbm: *mut pg_sys::TIDBitmap) -> i64;
+    fn query(&self) -> &WideQuery;
+    /// Whether the scan (or rescan) fetched already.
+    fn started(&self) -> bool;
+    /// Releases the pin on block 1 (amendscan).
+    fn release(&mut self);
+}
+
+/// Rows an unordered scan finds before it returns the first of them.
+const BATCH_ROWS: usize = 1024;
+
+struct WideScanState<P: Rest> {
+    query: WideQuery,
+    producer: Option<WideProducer>,
+    results: Vec<Found>,
+    next: usize,
+    /// Kept across rescans when the snapshot is MVCC.
+    cache: Option<WideCache<P>>,
+}
+
+/// The scan of an index of `words`-word codes (2 or 4).
+pub fn begin(words: usize) -> Box<dyn WideScan> {
+    fn state<P: Rest>() -> Box<dyn WideScan> {
+        Box::new(WideScanState::<P> {
+            query: WideQuery::default(),
+            producer: None,
+            results: Vec::new(),
+            next: 0,
+            cache: None,
+        })
+    }
+    if words == 2 {
+        state::<[u64; 1]>()
+    } else {
+        state::<[u64; 3]>()
+    }
+}
+
+impl<P: Rest> WideScanState<P> {
+    /// The cache a scan uses from its first fetch to its end: the one kept from before
+    /// under an MVCC snapshot, else a fresh one.
+    fn cache(&mut self, index: pg_sys::Relation, mvcc: bool) -> &mut WideCache<P> {
+        if !mvcc {
+            if let Some(old) = self.cache.as_mut() {
+                old.release();
+            }
+            self.cache = None;
+        }
+        self.cache.get_or_insert_with(|| WideCache::new(index))
+    }
+}
+
+impl<P: Rest> WideScan for WideScanState<P> {
+    fn rescan(&mut self, query: WideQuery) {
+        self.query = query;
+        self.producer = None;
+        self.results = Vec::new();
+        self.next = 0;
+    }
+
+    fn next(&mut self, index: pg_sys::Relation, mvcc: bool) -> Option<Found> {
+        if self.producer.is_none() {
+            let query = self.query.clone();
+            let cache = self.cache(index, mvcc);
+            self.producer = Some(if query.order_by.is_empty() {
+                WideProducer::Unordered(lookup(&query, cache))
+            } else {
+                WideProducer::Ordered(Nearest::new())
+            });
+        }
+        if self.next == self.results.len() {
+            let cache = self.cache.as_mut().expect("read above");
+            self.results = Vec::new(); // freed before the next batch is read
+            self.results = match self.producer.as_mut().expect("set above") {
+                WideProducer::Unordered(lookup) => {
+                    let mut rows = Vec::new();
+                    lookup.fill(index, &self.query, cache, &mut rows, BATCH_ROWS);
+                    rows
+                }
+                WideProducer::Ordered(_) if self.query.nothing => Vec::new(),
+                WideProducer::Ordered(nearest) => nearest.next_batch(index, &self.query, cache),
+            };
+            self.next = 0;
+        }
+        let found = *self.results.get(self.next)?;
+        self.next += 1;
+        Some(found)
+    }
+
+    fn bitmap(&mut self, index: pg_sys::Relation, mvcc: bool, tbm: *mut pg_sys::TIDBitmap) -> i64 {
+        let query = self.query.clone();
+        let cache = self.cache(index, mvcc);
+        let mut lookup = lookup(&query, cache);
+        let mut total = 0i64;
+        loop {
+            let mut rows = Vec::new();
+            lookup.fill(index, &query, cache, &mut rows, BATCH_ROWS);
+            if rows.is_empty() {
+                return total;
+            }
+            let mut tids: Vec<pg_sys::ItemPointerData> = rows
+                .iter()
+                .map(|f| crate::am::build::item_pointer(f.tid))
+                .collect();
+            // SAFETY: PostgreSQL's bitmap; the TIDs are copied in.
+            unsafe { pg_sys::tbm_add_tuples(tbm, tids.as_mut_ptr(), tids.len() as i32, false) };
+            total += tids.len() as i64;
+        }
+    }
+
+    fn query(&self) -> &WideQuery {
+        &self.query
+    }
+
+    fn started(&self) -> bool {
+        self.producer.is_some()
+    }
+
+    fn release(&mut self) {
+        if let Some(cache) = self.cache.as_mut() {
+            cache.release();
+        }
+        self.cache = None;
+    }
+}
