@@ -89,22 +89,13 @@ pub unsafe extern "C-unwind" fn amcostestimate(
                         / parts.count() as f64;
                     let prefix = table.prefix_bits as i32;
                     let run_rows = run.rows as f64 / 2f64.powi(prefix);
-                    let levels = leaves
-                        .max(1.0)
-                        .log(index_page::CHILDREN_PER_PAGE as f64)
-                        .ceil()
-                        .max(1.0);
+                    let levels = levels(leaves);
                     pages_read +=
                         probes * (levels + (run_rows / page::ENTRIES_PER_PAGE as f64).ceil());
                     candidates += probes * run_rows;
                 }
             }
-            let fetched = pg_sys::index_pages_fetched(
-                pages_read * loop_count,
-                info.pages,
-                info.pages as f64,
-                root,
-            ) / loop_count.max(1.0);
+            let fetched = pages_fetched(root, info, pages_read, loop_count);
             (pages_read, fetched * random_page + candidates * tuple_cost)
         };
         // Reading table 0 of every run (and sorting it, for ORDER BY).
@@ -159,10 +150,11 @@ pub unsafe extern "C-unwind" fn amcostestimate(
 }
 
 /// The cost of a scan of an index of wide codes (`scan/wide.rs`): per run, a lookup reads,
-/// for each value its substring tables are probed at, a descent and the leaves of the rows
-/// holding that value (about rows / 2^width of them, each a distance test), or table 0
-/// whole when that reads less; then the pending rows, each a distance test. An ORDER BY
-/// alone costs a lookup at `max_distance` first, which is where the first rows come from.
+/// for each value its substring tables are probed at, the leaves of the rows holding that
+/// value (about rows / 2^width of them, each a distance test; the directory above them
+/// once, as a scan keeps it), or table 0 whole when that reads less; then the pending
+/// rows, each a distance test. An ORDER BY alone costs a lookup at `max_distance` first,
+/// which is where the first rows come from.
 struct WideModel<'a> {
     meta: &'a Meta,
     words: usize,
@@ -191,12 +183,7 @@ impl WideModel<'_> {
             } else {
                 self.lookup::<[u64; 3]>(radius)
             };
-            let fetched = pg_sys::index_pages_fetched(
-                pages_read * loop_count,
-                info.pages,
-                info.pages as f64,
-                root,
-            ) / loop_count.max(1.0);
+            let fetched = pages_fetched(root, info, pages_read, loop_count);
             let page_cost = if radius.is_some() {
                 self.random_page
             } else {
@@ -233,17 +220,15 @@ impl WideModel<'_> {
             let probed = radius
                 .and_then(|r| Substrings::new(bits, layout.substrings().count(), r).ok())
                 .map(|cut| {
-                    let levels = (leaves / parts.count() as f64)
-                        .max(1.0)
-                        .log(index_page::CHILDREN_PER_PAGE as f64)
-                        .ceil()
-                        .max(1.0);
+                    let levels = levels(leaves / parts.count() as f64);
                     let (mut pages, mut rows) = (0.0, 0.0);
                     for (k, probes) in cut.probes_per_table().enumerate() {
                         let width = cut.bounds(k as u32).1;
                         let under = run.rows as f64 / 2f64.powi(width as i32);
                         let probes = probes.unwrap_or(0.0);
-                        pages += probes * (levels + (under / per_page).ceil());
+                        // A scan keeps the directory pages it read: each is read once (the
+                        // path of every level), each probe reads its own leaves.
+                        pages += probes.min(1.0) * levels + probes * (under / per_page).ceil();
                         rows += probes * under;
                     }
                     (pages, rows)
@@ -254,6 +239,30 @@ impl WideModel<'_> {
             candidates += r;
         }
         (pages, candidates)
+    }
+}
+
+/// Directory levels above `leaves` leaves (at least one).
+fn levels(leaves: f64) -> f64 {
+    leaves
+        .max(1.0)
+        .log(index_page::CHILDREN_PER_PAGE as f64)
+        .ceil()
+        .max(1.0)
+}
+
+/// Distinct pages fetched per loop by `pages_read` reads a loop, as PostgreSQL models its
+/// cache (`index_pages_fetched`).
+unsafe fn pages_fetched(
+    root: *mut pg_sys::PlannerInfo,
+    info: &pg_sys::IndexOptInfo,
+    pages_read: f64,
+    loop_count: f64,
+) -> f64 {
+    // SAFETY: the planner's own structures.
+    unsafe {
+        pg_sys::index_pages_fetched(pages_read * loop_count, info.pages, info.pages as f64, root)
+            / loop_count.max(1.0)
     }
 }
 

@@ -108,6 +108,18 @@ pub fn parts(layout: &impl Tables, run: &Run) -> Parts {
     })
 }
 
+/// The layout of each run of `meta` and the parts its tables are stored in, in run order.
+pub fn layouts<L: Tables>(meta: &Meta) -> (Vec<L>, Vec<Parts>) {
+    let layouts: Vec<L> = meta.runs.iter().map(|r| layout(meta, r)).collect();
+    let parts = meta
+        .runs
+        .iter()
+        .zip(&layouts)
+        .map(|(r, layout)| parts(layout, r))
+        .collect();
+    (layouts, parts)
+}
+
 /// The parts each table of a run written now with `layout` is stored in.
 pub fn new_parts(layout: &impl Tables) -> Parts {
     Parts::for_tables(layout.count())

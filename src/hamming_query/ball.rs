@@ -112,17 +112,21 @@ unsafe impl BoxRet for HammingBall {
 /// Why a radius too large for `integer` is refused (ERROR 22003, as `int4in` says it).
 const RADIUS_OUT_OF_RANGE: &str = "radius is out of range for type integer";
 
-/// `(center,radius)`, white space allowed around each part; the reason when malformed.
-fn parse(text: &str) -> Result<(u64, i32), String> {
+/// `(center,radius)`, white space allowed around each part, the center read by `center`;
+/// the reason when malformed (the text form of every ball type).
+pub fn parse_ball<C>(
+    text: &str,
+    center: impl Fn(&str) -> Result<C, String>,
+) -> Result<(C, i32), String> {
     let inner = text
         .trim_ascii()
         .strip_prefix('(')
         .and_then(|s| s.strip_suffix(')'))
         .ok_or("expected (center,radius)")?;
-    let (center, radius) = inner
+    let (text_center, radius) = inner
         .split_once(',')
         .ok_or("expected a comma between center and radius")?;
-    let center = parse_hex64(center.as_bytes()).map_err(|e| format!("center: {e}"))?;
+    let center = center(text_center).map_err(|e| format!("center: {e}"))?;
     let radius = radius
         .trim_ascii()
         .parse::<i32>()
@@ -135,17 +139,29 @@ fn parse(text: &str) -> Result<(u64, i32), String> {
     Ok((center, radius))
 }
 
+fn parse(text: &str) -> Result<(u64, i32), String> {
+    parse_ball(text, |c| {
+        parse_hex64(c.as_bytes()).map_err(|e| e.to_string())
+    })
+}
+
+/// The ball of text `text` of type `type_name`, or the ERROR its input function raises.
+pub fn ball_input<C>(type_name: &str, text: &str, parsed: Result<(C, i32), String>) -> (C, i32) {
+    match parsed {
+        Ok(ball) => ball,
+        Err(e) if e == RADIUS_OUT_OF_RANGE => errors::raise(
+            pgrx::PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+            format!("{type_name} \"{text}\": {e}"),
+        ),
+        Err(e) => errors::invalid_text(type_name, text, e),
+    }
+}
+
 #[pg_extern(immutable, strict, parallel_safe, requires = ["hamming_ball_shell"])]
 fn hamming_ball_in(input: &CStr) -> HammingBall {
     let text = input.to_string_lossy();
-    match parse(&text) {
-        Ok((center, radius)) => HammingBall::new(center, radius),
-        Err(e) if e == RADIUS_OUT_OF_RANGE => errors::raise(
-            pgrx::PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
-            format!("hamming_ball \"{text}\": {e}"),
-        ),
-        Err(e) => errors::invalid_text("hamming_ball", &text, e),
-    }
+    let (center, radius) = ball_input("hamming_ball", &text, parse(&text));
+    HammingBall::new(center, radius)
 }
 
 #[pg_extern(immutable, strict, parallel_safe, requires = ["hamming_ball_shell"])]

@@ -19,9 +19,21 @@ const EXTENSION_NAME: &std::ffi::CStr = c"neardup";
 pub enum Kind {
     Simhash64,
     Int8,
+    Hash256,
+    Hash128,
 }
 
-/// The objects for one fingerprint type (`simhash64` or `bigint`).
+impl Kind {
+    const ALL: [Kind; 4] = [Kind::Simhash64, Kind::Int8, Kind::Hash256, Kind::Hash128];
+
+    /// A wide code, whose `hamming_within` is SQL the planner inlines into the ball (no
+    /// support function: `within.rs` serves the 64-bit ones).
+    pub fn is_wide(self) -> bool {
+        matches!(self, Kind::Hash256 | Kind::Hash128)
+    }
+}
+
+/// The objects for one code type (`simhash64`, `bigint`, `hash256` or `hash128`).
 #[derive(Clone, Copy)]
 pub struct Objects {
     /// `hamming(t, t)`, also the function of the `<~>` operator.
@@ -38,9 +50,12 @@ pub struct Objects {
 pub struct Catalog {
     /// The `hamming` index access method (access methods have no schema).
     pub access_method: Oid,
+    /// `hamming_ball`, the ball of 64-bit codes.
     pub ball_type: Oid,
     pub simhash64: Objects,
     pub int8: Objects,
+    pub hash256: Objects,
+    pub hash128: Objects,
 }
 
 impl Catalog {
@@ -48,11 +63,13 @@ impl Catalog {
         match kind {
             Kind::Simhash64 => &self.simhash64,
             Kind::Int8 => &self.int8,
+            Kind::Hash256 => &self.hash256,
+            Kind::Hash128 => &self.hash128,
         }
     }
 
     fn kind_where(&self, matches: impl Fn(&Objects) -> bool) -> Option<Kind> {
-        [Kind::Simhash64, Kind::Int8]
+        Kind::ALL
             .into_iter()
             .find(|&kind| matches(self.objects(kind)))
     }
@@ -118,7 +135,7 @@ unsafe fn search() -> Option<Cached> {
         let schema = extension_schema(extension)?;
         let simhash64 = type_oid(c"simhash64", schema)?;
         let ball_type = type_oid(c"hamming_ball", schema)?;
-        let objects = |t: Oid| -> Option<Objects> {
+        let objects = |t: Oid, ball_type: Oid| -> Option<Objects> {
             Some(Objects {
                 hamming: function_oid(c"hamming", &[t, t], schema)?,
                 within: function_oid(c"hamming_within", &[t, t, pg_sys::INT4OID], schema)?,
@@ -126,12 +143,17 @@ unsafe fn search() -> Option<Cached> {
                 within_ball: operator_oid(c"<@", t, ball_type, schema)?,
             })
         };
+        let wide = |t: &std::ffi::CStr, ball: &std::ffi::CStr| {
+            objects(type_oid(t, schema)?, type_oid(ball, schema)?)
+        };
         let access_method = valid(pg_sys::get_am_oid(c"hamming".as_ptr(), true))?;
         Some(Cached::Installed(Catalog {
             access_method,
             ball_type,
-            simhash64: objects(simhash64)?,
-            int8: objects(pg_sys::INT8OID)?,
+            simhash64: objects(simhash64, ball_type)?,
+            int8: objects(pg_sys::INT8OID, ball_type)?,
+            hash256: wide(c"hash256", c"hash256_ball")?,
+            hash128: wide(c"hash128", c"hash128_ball")?,
         }))
     }
 }

@@ -16,7 +16,7 @@
 //!
 //! The type is declared below, the operators in `sql/hamming_query.sql`.
 
-mod ball;
+pub(crate) mod ball;
 pub(crate) mod batch;
 mod catalog;
 mod distance;

@@ -7,7 +7,7 @@
 //! | `hamming(x, y) <= k`, `k >= ...` | `hamming(x, y) <= k AND hamming_within(x, y, k)`    |
 //! | `hamming(x, y) < k`, `k > ...`   | `hamming(x, y) < k AND hamming_within(x, y, k - 1)` |
 //!
-//! and the same with `x <~> y`, for `simhash64` and `bigint`. Only the built-in `integer`
+//! and the same with `x <~> y`, for `simhash64`, `bigint`, `hash256` and `hash128`. Only the built-in `integer`
 //! comparison operators are matched, so nothing else changes. The rewrite is exact, NULLs
 //! included: every function involved is STRICT, and both conjuncts evaluate the same three
 //! expressions, so they are NULL, true or false together. For a `k` only known at run time,
@@ -405,12 +405,19 @@ unsafe fn kept_and_within(node: *mut Node, catalog: &Catalog, context: *mut c_vo
         if bound.strict {
             k = minus_one(k);
         }
+        // A wide code's hamming_within is SQL, inlined into the ball: no support function
+        // reads the mark, and its estimate is the ball's (contsel).
+        let mark = if bound.kind.is_wide() {
+            pg_sys::InvalidOid
+        } else {
+            GENERATED
+        };
         let call = pg_sys::makeFuncExpr(
             catalog.objects(bound.kind).within,
             pg_sys::BOOLOID,
             node_list(&[copy(bound.x), copy(bound.y), k]),
             pg_sys::InvalidOid,
-            GENERATED,
+            mark,
             pg_sys::CoercionForm::COERCE_EXPLICIT_CALL,
         );
         (*call).location = bound.location;

@@ -8,6 +8,7 @@
 //! Binary form: the center's bytes, then the radius as 4 bytes, network order.
 
 use super::{Hash128, Hash256};
+use crate::hamming_query::ball::{ball_input, parse_ball};
 use crate::support::errors;
 use neardup_core::signatures::wide_code::WideCode;
 use pgrx::callconv::{Arg, ArgAbi, BoxRet, FcInfo};
@@ -19,23 +20,11 @@ use pgrx::prelude::*;
 use pgrx::Internal;
 use std::ffi::{CStr, CString};
 
-/// `(center,radius)`, white space allowed around each part; the reason when malformed.
+/// `(center,radius)`, the center in the code's hex digits.
 fn parse<const W: usize>(text: &str) -> Result<(WideCode<W>, i32), String> {
-    let inner = text
-        .trim_ascii()
-        .strip_prefix('(')
-        .and_then(|s| s.strip_suffix(')'))
-        .ok_or("expected (center,radius)")?;
-    let (center, radius) = inner
-        .split_once(',')
-        .ok_or("expected a comma between center and radius")?;
-    let center = WideCode::<W>::parse_hex(center.trim_ascii().as_bytes())
-        .map_err(|e| format!("center: {e}"))?;
-    let radius = radius
-        .trim_ascii()
-        .parse::<i32>()
-        .map_err(|_| "radius must be an integer".to_string())?;
-    Ok((center, radius))
+    parse_ball(text, |c| {
+        WideCode::<W>::parse_hex(c.trim_ascii().as_bytes()).map_err(|e| e.to_string())
+    })
 }
 
 macro_rules! wide_ball {
@@ -135,10 +124,8 @@ macro_rules! wide_ball {
         #[pg_extern(immutable, strict, parallel_safe, requires = [$shell])]
         fn $input(input: &CStr) -> $ball {
             let text = input.to_string_lossy();
-            match parse::<$words>(&text) {
-                Ok((center, radius)) => $ball::new(center, radius),
-                Err(e) => errors::invalid_text($sql, &text, e),
-            }
+            let (center, radius) = ball_input($sql, &text, parse::<$words>(&text));
+            $ball::new(center, radius)
         }
 
         #[pg_extern(immutable, strict, parallel_safe, requires = [$shell])]
@@ -173,12 +160,12 @@ macro_rules! wide_ball {
         }
 
         #[pg_extern(
-                                            immutable,
-                                            strict,
-                                            parallel_safe,
-                                            name = "hamming_ball",
-                                            requires = ["wide_balls_type"]
-                                        )]
+                                                            immutable,
+                                                            strict,
+                                                            parallel_safe,
+                                                            name = "hamming_ball",
+                                                            requires = ["wide_balls_type"]
+                                                        )]
         fn $make(center: $code, radius: i32) -> $ball {
             $ball::new(center.0, radius)
         }
@@ -186,23 +173,23 @@ macro_rules! wide_ball {
         // The functions of `<@` and `@>` (sql/wide_codes_index.sql).
 
         #[pg_extern(
-                                            immutable,
-                                            strict,
-                                            parallel_safe,
-                                            name = "within_hamming_ball",
-                                            requires = ["wide_balls_type"]
-                                        )]
+                                                            immutable,
+                                                            strict,
+                                                            parallel_safe,
+                                                            name = "within_hamming_ball",
+                                                            requires = ["wide_balls_type"]
+                                                        )]
         fn $within(value: $code, ball: $ball) -> bool {
             ball.contains(&value)
         }
 
         #[pg_extern(
-                                            immutable,
-                                            strict,
-                                            parallel_safe,
-                                            name = "hamming_ball_contains",
-                                            requires = ["wide_balls_type"]
-                                        )]
+                                                            immutable,
+                                                            strict,
+                                                            parallel_safe,
+                                                            name = "hamming_ball_contains",
+                                                            requires = ["wide_balls_type"]
+                                                        )]
         fn $contains(ball: $ball, value: $code) -> bool {
             ball.contains(&value)
         }

@@ -386,6 +386,16 @@ fn assert_wide_lookups_exact(table: &str, ty: &str, probes: &[(i64, i32)]) {
                 assert_eq!(wide_ids(table, &ball, set), brute, "{table} {id} {r}");
                 let within = format!("hamming_within(code, {q}, {r})");
                 assert_eq!(wide_ids(table, &within, set), brute, "{table} {id} {r} within");
+                // The planner hook's rewrite of the natural bound (as `<~>` too).
+                for natural in [
+                    format!("hamming(code, {q}) <= {r}"),
+                    format!("code <~> {q} < {}", r + 1),
+                ] {
+                    Spi::run(set).unwrap();
+                    let plan = plan_of(&format!("SELECT id FROM {table} WHERE {natural}"));
+                    assert!(plan.contains("Index Cond"), "{natural}: {plan}");
+                    assert_eq!(wide_ids(table, &natural, set), brute, "{table} {natural}");
+                }
             }
         }
     }

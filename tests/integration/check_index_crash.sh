@@ -4,7 +4,8 @@
 # checkpoint since the indexes were built, so recovery replays the build's WAL too); after
 # crash recovery every index answer (index scan, bitmap scan, ORDER BY <~>, the planner
 # hook's hamming() <= k) must equal a brute-force seq scan, for 50 probes at k = 0..4, on
-# a simhash64 table and a bigint table (int8_hamming_ops); hamming_index_check must pass.
+# a simhash64 table and a bigint table (int8_hamming_ops), and for lookups within 31 bits
+# on a hash256 table (whose index merges throughout); hamming_index_check must pass.
 # Then again after DELETE + VACUUM, after inserts that reuse the freed TIDs, and after
 # REINDEX; an UNLOGGED table's index must come back empty and usable (ambuildempty); last,
 # hamming_index_check must pass while another session inserts.
@@ -62,6 +63,13 @@ CREATE INDEX docs8_fp ON docs8 USING hamming (fp int8_hamming_ops) WITH (max_dis
 -- These go to the pending pages.
 INSERT INTO docs (fp) SELECT fp::simhash64 FROM gen ORDER BY random() LIMIT 3000;
 INSERT INTO docs8 (fp) SELECT flip(fp, 2) FROM gen ORDER BY random() LIMIT 3000;
+-- Wide codes: random ones and near copies (a bit or two flipped), merged often.
+CREATE TABLE wide (id bigserial PRIMARY KEY, code hash256);
+INSERT INTO wide (code) SELECT ('x' || md5(random()::text) || md5(random()::text))::bit(256)::hash256
+    FROM generate_series(1, 5000);
+INSERT INTO wide (code) SELECT (code::bit(256) # (B'11'::bit(256) >> (id % 250)::int))::hash256
+    FROM wide WHERE id % 4 = 0;
+CREATE INDEX wide_code ON wide USING hamming (code) WITH (pending_limit = 300);
 CREATE UNLOGGED TABLE scratch (id bigserial PRIMARY KEY, fp simhash64);
 INSERT INTO scratch (fp) SELECT fp::simhash64 FROM gen LIMIT 2000;
 CREATE INDEX scratch_fp ON scratch USING hamming (fp);
@@ -96,13 +104,19 @@ SQL
 repeat 3000 "$(cat <<SQL
 INSERT INTO docs (fp) SELECT fp::simhash64 FROM gen WHERE n = $pick;
 INSERT INTO docs8 (fp) SELECT fp FROM gen WHERE n = $pick;
+INSERT INTO wide (code) SELECT (code::bit(256) # (B'1'::bit(256) >> (id % 256)::int))::hash256
+    FROM wide WHERE id = $pick;
+INSERT INTO wide (code) SELECT ('x' || md5(random()::text) || md5(random()::text))::bit(256)::hash256
+    FROM generate_series(1, 3);
 SQL
 )" >"$DIR/worker_mixed.sql"
 repeat 3000 "$(cat <<SQL
 DELETE FROM docs WHERE id IN (SELECT 1 + floor(random() * $ids)::bigint FROM generate_series(1, 20));
 DELETE FROM docs8 WHERE id IN (SELECT 1 + floor(random() * $ids)::bigint FROM generate_series(1, 20));
+DELETE FROM wide WHERE id IN (SELECT 1 + floor(random() * 6000)::bigint FROM generate_series(1, 5));
 VACUUM docs;
 VACUUM docs8;
+VACUUM wide;
 SQL
 )" >"$DIR/worker_vacuum.sql"
 chmod a+r "$DIR"/worker_*.sql
@@ -243,6 +257,21 @@ diff_ball() {
         EXCEPT SELECT * FROM via_index) x LIMIT 5;" 2>&1 || true
 }
 
+# compare_wide: lookups within 31 bits of the codes of some rows through the index of
+# `wide` (an index scan and a bitmap scan) equal a brute force.
+compare_wide() {
+    local agg="SELECT count(*) || ' ' || md5(coalesce(string_agg(p.id || ':' || d.id, ',' ORDER BY p.id, d.id), ''))
+        FROM (SELECT * FROM wide WHERE id % 50 = 1) p JOIN wide d" expected result
+    local ball="$agg ON d.code <@ hamming_ball(p.code, 31)"
+    expected=$(answer "$force_seq" "$agg ON bit_count(d.code::bit(256) # p.code::bit(256)) <= 31")
+    [[ ${expected%% *} -gt 50 ]] || fail "[$STAGE] wide: only ${expected%% *} matches in all"
+    uses_index "$force_index" "$ball" "Index Scan using wide_code"
+    result=$(answer "$force_index" "$ball")
+    [[ $result == "$expected" ]] || fail "[$STAGE] wide: index scan gives '$result', seq scan '$expected'"
+    result=$(answer "$force_bitmap" "$ball")
+    [[ $result == "$expected" ]] || fail "[$STAGE] wide: bitmap scan gives '$result', seq scan '$expected'"
+}
+
 # checked INDEX [EXACT_TABLE]: hamming_index_check passes (and, after a VACUUM with no
 # other session, counts exactly the table's rows: NULL fingerprints are indexed too).
 checked() {
@@ -259,8 +288,10 @@ COMPARED=0
 STAGE="after crash recovery"
 checked docs_fp
 checked docs8_fp
+checked wide_code
 compare docs docs_fp
 compare docs8 docs8_fp
+compare_wide
 
 # The unlogged table is reset to empty by crash recovery; its index must follow.
 STAGE="unlogged table after crash"
@@ -273,11 +304,14 @@ result=$(answer "$force_index" "SELECT count(*) FROM scratch s JOIN probes p ON 
 checked scratch_fp scratch
 
 STAGE="after DELETE and VACUUM"
-q -c "DELETE FROM docs WHERE id % 3 = 0" -c "DELETE FROM docs8 WHERE id % 4 = 1" -c "VACUUM docs" -c "VACUUM docs8"
+q -c "DELETE FROM docs WHERE id % 3 = 0" -c "DELETE FROM docs8 WHERE id % 4 = 1" -c "DELETE FROM wide WHERE id % 3 = 0" \
+    -c "VACUUM docs" -c "VACUUM docs8" -c "VACUUM wide"
 checked docs_fp docs
 checked docs8_fp docs8
+checked wide_code wide
 compare docs docs_fp
 compare docs8 docs8_fp
+compare_wide
 
 # New rows reuse the TIDs VACUUM freed: an entry VACUUM left behind would now point at a
 # row with another fingerprint (scans do not recheck).

@@ -213,13 +213,7 @@ impl MetaPin {
 impl ScanCache {
     fn new(index: pg_sys::Relation) -> ScanCache {
         let (pin, meta) = MetaPin::read(index);
-        let layouts: Vec<Layout> = meta.runs.iter().map(|r| meta::layout(&meta, r)).collect();
-        let parts = meta
-            .runs
-            .iter()
-            .zip(&layouts)
-            .map(|(r, layout)| meta::parts(layout, r))
-            .collect();
+        let (layouts, parts) = meta::layouts::<Layout>(&meta);
         ScanCache {
             pin,
             meta,

@@ -16,18 +16,20 @@
 //! pass's], sorted; the first pass's radius is the index's `max_distance`, each next one
 //! twice the last plus one, until every distance is covered, then the rows whose code is
 //! NULL. A pass keeps at most `pass_rows_cap()` rows: one that would hold more is read
-//! again over half its band.
+//! again over half its band. Once probing would read a run whole, a pass reads every row
+//! instead and keeps the nearest few thousand (`Nearest::next_batch`).
 //!
 //! An unordered scan returns its rows a leaf page at a time, as the 64-bit scans do.
 
 use super::cache::{DirectoryPage, MetaPin};
-use super::ordered::pass_rows_cap;
+use super::ordered::{pass_rows_cap, FIRST_PASS_ROWS};
 use super::STRATEGY_WITHIN;
 use crate::am::page::Kind;
 use crate::am::{meta, run};
 use neardup_core::search::code_tables::{SubstringTables, Tables};
 use neardup_core::search::index_page::{entries, lower_bound, Entry, Meta, Rest, Tid, NO_BLOCK};
 use neardup_core::search::multi_index::Substrings;
+use neardup_core::search::nearest::pass_target;
 use neardup_core::search::table_parts::Parts;
 use neardup_core::signatures::wide_code::WideCode;
 use pgrx::pg_sys;
@@ -139,14 +141,7 @@ pub struct WideCache<P: Rest> {
 impl<P: Rest> WideCache<P> {
     pub fn new(index: pg_sys::Relation) -> WideCache<P> {
         let (pin, meta) = MetaPin::read(index);
-        let layouts: Vec<SubstringTables<P>> =
-            meta.runs.iter().map(|r| meta::layout(&meta, r)).collect();
-        let parts = meta
-            .runs
-            .iter()
-            .zip(&layouts)
-            .map(|(r, layout)| meta::parts(layout, r))
-            .collect();
+        let (layouts, parts) = meta::layouts(&meta);
         WideCache {
             pin,
             meta,
@@ -487,16 +482,13 @@ pub enum WideProducer {
     Ordered(Nearest),
 }
 
-/// The radius of the first pass of a nearest-first scan.
-fn first_radius(max_distance: u32) -> u32 {
-    max_distance
-}
-
 /// Where a nearest-first scan stands: the distances returned so far are at most `done`
 /// (`None` before the first pass); once every distance is covered, the NULL rows remain.
 pub struct Nearest {
     done: Option<u32>,
     nulls_returned: bool,
+    /// Passes that read every row so far (each keeps twice the rows of the last).
+    full_passes: u32,
 }
 
 impl Nearest {
@@ -504,10 +496,18 @@ impl Nearest {
         Nearest {
             done: None,
             nulls_returned: false,
+            full_passes: 0,
         }
     }
 
     /// The next pass's rows, sorted by their ORDER BY distances, then TID; empty at the end.
+    ///
+    /// A pass over the band of distances (`done`, r] probes the tables at radius r: the
+    /// first r is `max_distance`, each next one twice the last plus one. Once probing at r
+    /// would read a run whole, a pass reads every row instead (twice: counting the rows at
+    /// each distance, then keeping those up to the distance where about `pass_target` rows
+    /// are reached), which costs what one probe pass at r would and returns rows in bounded
+    /// memory, however far the nearest rows are.
     pub fn next_batch<P: Rest>(
         &mut self,
         index: pg_sys::Relation,
@@ -518,62 +518,36 @@ impl Nearest {
         let q = query.order_by.first().copied().flatten();
         loop {
             let lo = self.done;
-            if q.is_none() || lo.is_some_and(|d| d >= bits) {
+            let Some(q) = q.filter(|_| lo.is_none_or(|d| d < bits)) else {
                 if self.nulls_returned {
                     return Vec::new();
                 }
                 self.nulls_returned = true;
-                // Every row whose distance is NULL: NULL codes, or every row when the ORDER BY
-                // argument is NULL (then all distances are NULL, in TID order).
-                let mut rows = Vec::new();
-                let mut every = Lookup::new(cache, None, bits);
-                if q.is_some() {
-                    // Only rows whose code is NULL remain: they are in the runs' NULL rows
-                    // and the pending lists.
-                    every.step = Step::Nulls {
-                        run: 0,
-                        block: None,
-                    };
-                }
-                every.fill(index, query, cache, &mut rows, usize::MAX);
-                rows.retain(|f| q.is_none() || f.code.is_none());
-                rows.sort_by_key(|f| f.tid);
+                let rows = null_distances(index, query, cache, q.is_none());
                 if rows.is_empty() {
                     continue;
                 }
                 return rows;
-            }
-            let q = q.expect("checked above");
-            let mut hi = match lo {
-                None => first_radius(cache.max_distance()).min(bits),
+            };
+            let hi = match lo {
+                None => cache.max_distance().min(bits),
                 Some(d) => d.saturating_mul(2).saturating_add(1).min(bits),
             };
-            let cap = pass_rows_cap();
-            let rows = loop {
-                let mut lookup = Lookup::new(cache, Some(q), hi);
-                let mut rows = Vec::new();
-                let mut full = false;
-                while lookup.step != Step::Done {
-                    lookup.fill(index, query, cache, &mut rows, cap + 1);
-                    rows.retain(|f| lo.is_none_or(|d| f.code.is_some_and(|c| c.hamming(&q) > d)));
-                    if rows.len() > cap {
-                        full = true;
-                        break;
-                    }
-                }
-                let floor = lo.map_or(0, |d| d + 1);
-                if full && hi > floor {
-                    // Too many rows in the band: half of it.
-                    hi = floor + (hi - floor) / 2;
-                    continue;
-                }
-                break rows;
+            let probe = Lookup::new(cache, Some(q), hi);
+            let mut rows = if probe.plans.iter().any(|p| matches!(p, RunPlan::Whole)) {
+                let target = pass_target(self.full_passes, FIRST_PASS_ROWS, pass_rows_cap());
+                self.full_passes += 1;
+                let (rows, upto) = full_pass(index, query, cache, q, lo, target);
+                self.done = Some(upto);
+                rows
+            } else {
+                let (rows, upto) = band_pass(index, query, cache, q, lo, hi);
+                self.done = Some(upto);
+                rows
             };
-            self.done = Some(hi);
             if rows.is_empty() {
                 continue;
             }
-            let mut rows = rows;
             rows.sort_by_cached_key(|f| {
                 let distances: Vec<u32> = query
                     .order_by
@@ -588,6 +562,119 @@ impl Nearest {
             return rows;
         }
     }
+}
+
+/// The rows whose distance is above `lo` (any, for `None`) and at most `hi`, by probes; a
+/// band that would hold more than `pass_rows_cap()` rows is read again over its lower half.
+/// Returns them and the distance they reach.
+fn band_pass<P: Rest>(
+    index: pg_sys::Relation,
+    query: &WideQuery,
+    cache: &mut WideCache<P>,
+    q: Padded,
+    lo: Option<u32>,
+    mut hi: u32,
+) -> (Vec<Found>, u32) {
+    let cap = pass_rows_cap();
+    let floor = lo.map_or(0, |d| d + 1);
+    loop {
+        let mut lookup = Lookup::new(cache, Some(q), hi);
+        let mut rows = Vec::new();
+        let mut full = false;
+        while lookup.step != Step::Done {
+            lookup.fill(index, query, cache, &mut rows, cap + 1);
+            rows.retain(|f| f.code.is_some_and(|c| c.hamming(&q) >= floor));
+            if rows.len() > cap {
+                full = true;
+                break;
+            }
+        }
+        if full && hi > floor {
+            hi = floor + (hi - floor) / 2;
+            continue;
+        }
+        return (rows, hi);
+    }
+}
+
+/// A pass that reads every row: the rows whose distance is above `lo`, up to the first
+/// distance at which they number `target` or more (every row at that distance: a
+/// distance shared by more rows than that is returned whole), and the distance reached.
+fn full_pass<P: Rest>(
+    index: pg_sys::Relation,
+    query: &WideQuery,
+    cache: &mut WideCache<P>,
+    q: Padded,
+    lo: Option<u32>,
+    target: usize,
+) -> (Vec<Found>, u32) {
+    let bits = SubstringTables::<P>::BITS;
+    let floor = lo.map_or(0, |d| d + 1);
+    let mut counts = vec![0usize; bits as usize + 1];
+    for_every_code(index, query, cache, q, |_, d| counts[d as usize] += 1);
+    let mut upto = bits;
+    let mut kept = 0;
+    for (d, &n) in counts.iter().enumerate().skip(floor as usize) {
+        kept += n;
+        if kept >= target {
+            upto = d as u32;
+            break;
+        }
+    }
+    let mut rows = Vec::with_capacity(kept);
+    for_every_code(index, query, cache, q, |f, d| {
+        if (floor..=upto).contains(&d) {
+            rows.push(*f);
+        }
+    });
+    (rows, upto)
+}
+
+/// Calls `row(found, distance to q)` for every row with a code that the query accepts,
+/// reading a page at a time.
+fn for_every_code<P: Rest>(
+    index: pg_sys::Relation,
+    query: &WideQuery,
+    cache: &mut WideCache<P>,
+    q: Padded,
+    mut row: impl FnMut(&Found, u32),
+) {
+    let mut every = Lookup::new(cache, None, SubstringTables::<P>::BITS);
+    let mut rows = Vec::new();
+    loop {
+        rows.clear();
+        every.fill(index, query, cache, &mut rows, BATCH_ROWS);
+        if rows.is_empty() {
+            return;
+        }
+        for f in &rows {
+            if let Some(c) = f.code {
+                row(f, c.hamming(&q));
+            }
+        }
+    }
+}
+
+/// The rows whose distance is NULL, in TID order: those with a NULL code (in the runs' NULL
+/// rows and the pending lists), or every row when the ORDER BY argument is NULL (`all`).
+fn null_distances<P: Rest>(
+    index: pg_sys::Relation,
+    query: &WideQuery,
+    cache: &mut WideCache<P>,
+    all: bool,
+) -> Vec<Found> {
+    let mut rows = Vec::new();
+    let mut every = Lookup::new(cache, None, SubstringTables::<P>::BITS);
+    if !all {
+        every.step = Step::Nulls {
+            run: 0,
+            block: None,
+        };
+    }
+    every.fill(index, query, cache, &mut rows, usize::MAX);
+    rows.retain(|f| all || f.code.is_none());
+    rows.sort_by_key(|f| f.tid);
+    rows
 }
 
 /// The distance of a row to an ORDER BY argument (`None`: NULL).
