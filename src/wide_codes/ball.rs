@@ -160,12 +160,12 @@ macro_rules! wide_ball {
         }
 
         #[pg_extern(
-                                                            immutable,
-                                                            strict,
-                                                            parallel_safe,
-                                                            name = "hamming_ball",
-                                                            requires = ["wide_balls_type"]
-                                                        )]
+                                                                    immutable,
+                                                                    strict,
+                                                                    parallel_safe,
+                                                                    name = "hamming_ball",
+                                                                    requires = ["wide_balls_type"]
+                                                                )]
         fn $make(center: $code, radius: i32) -> $ball {
             $ball::new(center.0, radius)
         }
@@ -173,23 +173,23 @@ macro_rules! wide_ball {
         // The functions of `<@` and `@>` (sql/wide_codes_index.sql).
 
         #[pg_extern(
-                                                            immutable,
-                                                            strict,
-                                                            parallel_safe,
-                                                            name = "within_hamming_ball",
-                                                            requires = ["wide_balls_type"]
-                                                        )]
+                                                                    immutable,
+                                                                    strict,
+                                                                    parallel_safe,
+                                                                    name = "within_hamming_ball",
+                                                                    requires = ["wide_balls_type"]
+                                                                )]
         fn $within(value: $code, ball: $ball) -> bool {
             ball.contains(&value)
         }
 
         #[pg_extern(
-                                                            immutable,
-                                                            strict,
-                                                            parallel_safe,
-                                                            name = "hamming_ball_contains",
-                                                            requires = ["wide_balls_type"]
-                                                        )]
+                                                                    immutable,
+                                                                    strict,
+                                                                    parallel_safe,
+                                                                    name = "hamming_ball_contains",
+                                                                    requires = ["wide_balls_type"]
+                                                                )]
         fn $contains(ball: $ball, value: $code) -> bool {
             ball.contains(&value)
         }
