@@ -565,8 +565,9 @@ impl Nearest {
 }
 
 /// The rows whose distance is above `lo` (any, for `None`) and at most `hi`, by probes; a
-/// band that would hold more than `pass_rows_cap()` rows is read again over its lower half.
-/// Returns them and the distance they reach.
+/// band that would hold more than `pass_rows_cap()` rows is read again over its lower half
+/// (a band of one distance is read whole, however many rows it holds). Returns them and
+/// the distance they reach.
 fn band_pass<P: Rest>(
     index: pg_sys::Relation,
     query: &WideQuery,
@@ -584,12 +585,12 @@ fn band_pass<P: Rest>(
         while lookup.step != Step::Done {
             lookup.fill(index, query, cache, &mut rows, cap + 1);
             rows.retain(|f| f.code.is_some_and(|c| c.hamming(&q) >= floor));
-            if rows.len() > cap {
+            if rows.len() > cap && hi > floor {
                 full = true;
                 break;
             }
         }
-        if full && hi > floor {
+        if full {
             hi = floor + (hi - floor) / 2;
             continue;
         }
