@@ -504,10 +504,10 @@ impl Nearest {
     ///
     /// A pass over the band of distances (`done`, r] probes the tables at radius r: the
     /// first r is `max_distance`, each next one twice the last plus one. Once probing at r
-    /// would read a run whole, a pass reads every row instead (twice: counting the rows at
-    /// each distance, then keeping those up to the distance where about `pass_target` rows
-    /// are reached), which costs what one probe pass at r would and returns rows in bounded
-    /// memory, however far the nearest rows are.
+    /// would read a run whole, a pass reads every row instead, keeping those up to the
+    /// distance where about `pass_target` rows are reached (`full_pass`), which costs what
+    /// one probe pass at r would and returns rows in bounded memory, however far the
+    /// nearest rows are.
     pub fn next_batch<P: Rest>(
         &mut self,
         index: pg_sys::Relation,
@@ -598,9 +598,11 @@ fn band_pass<P: Rest>(
     }
 }
 
-/// A pass that reads every row: the rows whose distance is above `lo`, up to the first
+/// A pass that reads every row once: the rows whose distance is above `lo`, up to the first
 /// distance at which they number `target` or more (every row at that distance: a
 /// distance shared by more rows than that is returned whole), and the distance reached.
+/// The cut-off distance only falls as rows come, so a row at or below the final one is
+/// never dropped; the rows kept are cut back to it whenever they pass twice the target.
 fn full_pass<P: Rest>(
     index: pg_sys::Relation,
     query: &WideQuery,
@@ -609,26 +611,29 @@ fn full_pass<P: Rest>(
     lo: Option<u32>,
     target: usize,
 ) -> (Vec<Found>, u32) {
-    let bits = SubstringTables::<P>::BITS;
     let floor = lo.map_or(0, |d| d + 1);
-    let mut counts = vec![0usize; bits as usize + 1];
-    for_every_code(index, query, cache, q, |_, d| counts[d as usize] += 1);
-    let mut upto = bits;
-    let mut kept = 0;
-    for (d, &n) in counts.iter().enumerate().skip(floor as usize) {
-        kept += n;
-        if kept >= target {
-            upto = d as u32;
-            break;
-        }
-    }
-    let mut rows = Vec::with_capacity(kept);
+    let mut upto = SubstringTables::<P>::BITS;
+    // Rows at each distance from `floor` to `upto`, and their sum.
+    let mut counts = vec![0usize; upto as usize + 1];
+    let mut within = 0usize;
+    let mut rows: Vec<(u32, Found)> = Vec::new();
     for_every_code(index, query, cache, q, |f, d| {
-        if (floor..=upto).contains(&d) {
-            rows.push(*f);
+        if d < floor || d > upto {
+            return;
+        }
+        counts[d as usize] += 1;
+        within += 1;
+        rows.push((d, *f));
+        while upto > floor && within - counts[upto as usize] >= target {
+            within -= counts[upto as usize];
+            upto -= 1;
+        }
+        if rows.len() >= 2 * target.max(1) {
+            rows.retain(|&(d, _)| d <= upto);
         }
     });
-    (rows, upto)
+    rows.retain(|&(d, _)| d <= upto);
+    (rows.into_iter().map(|(_, f)| f).collect(), upto)
 }
 
 /// Calls `row(found, distance to q)` for every row with a code that the query accepts,
