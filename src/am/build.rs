@@ -188,10 +188,20 @@ pub unsafe extern "C-unwind" fn ambuildempty(index: pg_sys::Relation) {
     log_pages(index, pg_sys::ForkNumber::INIT_FORKNUM, blocks);
 }
 
-/// The layout of a run of `rows` rows: the `blocks` option, or the one chosen for the rows
-/// (for 64-bit fingerprints, the fewest blocks that keep a probe to about a page per table).
+/// The layout of a new index's run of `rows` rows, for the `max_distance` option (see
+/// `layout_for`).
 pub fn choose_layout<L: Tables>(index: pg_sys::Relation, rows: u64) -> L {
-    let settings = options::of(index);
+    layout_for(index, rows, options::of(index).max_distance)
+}
+
+/// The layout of a run of `rows` rows for `max_distance` (a merge passes the metapage's:
+/// the option is frozen there at build, and an `ALTER INDEX ... SET (max_distance = ...)`
+/// waits for a REINDEX, or the runs would be written for one distance and read for
+/// another): the `blocks` option, or the one chosen for the rows (for 64-bit fingerprints,
+/// the fewest blocks that keep a probe to about a page per table).
+pub fn layout_for<L: Tables>(index: pg_sys::Relation, rows: u64, max_distance: u32) -> L {
+    let mut settings = options::of(index);
+    settings.max_distance = max_distance;
     if codes::words(index) == 1 && settings.max_distance > options::MAX_MAX_DISTANCE as u32 {
         ereport!(
             ERROR,

@@ -24,7 +24,7 @@
 //! sweep finds and frees them (`sweep`). The runs to merge are chosen by
 //! `neardup_core::search::merge_policy`.
 
-use super::build::choose_layout;
+use super::build::layout_for;
 use super::codes::by_width;
 use super::meta;
 use super::options;
@@ -247,7 +247,7 @@ fn merge_while_needed<L: Tables>(
             // A large merge goes table by table, without the sealed list: write that alone.
             merge::<L>(index, &m, Vec::new(), sealed)
         } else {
-            let layout: L = choose_layout(index, rows);
+            let layout: L = layout_for(index, rows, m.max_distance);
             // Runs of an older format (one tree per table) merge whole, once.
             let trees = meta::new_trees(&layout);
             if inputs
@@ -279,7 +279,11 @@ fn crowded<L: Tables>(index: pg_sys::Relation, m: &Meta) -> bool {
         .runs
         .iter()
         .map(|r| r.trees.len())
-        .chain([meta::new_trees(&choose_layout::<L>(index, rows))])
+        .chain([meta::new_trees(&layout_for::<L>(
+            index,
+            rows,
+            m.max_distance,
+        ))])
         .max()
         .unwrap_or(0);
     let mut after = m.clone();
@@ -335,7 +339,7 @@ fn merge<L: Tables>(
 ) -> bool {
     let rows: u64 = inputs.iter().map(|r| r.rows).sum::<u64>()
         + sealed.as_ref().map_or(0, |s| s.rows.len() as u64);
-    let layout: L = choose_layout(index, rows);
+    let layout: L = layout_for(index, rows, m.max_distance);
     let mut after = m.clone();
     after.runs.retain(|r| !inputs.iter().any(|i| i.id == r.id));
     after.runs.push(Run {

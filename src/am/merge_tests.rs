@@ -347,3 +347,29 @@ fn a_merge_table_by_table_needs_room_for_one_tree_more_not_one_table() {
     .unwrap();
     assert!(ratio < 1.15, "the merged index is {ratio} times a fresh build");
 }
+
+/// `max_distance` is frozen in the metapage at build: after `ALTER INDEX ... SET`, merges
+/// still write runs for the metapage's distance (runs written for another one would be read
+/// with other tables than they were written with), until a REINDEX.
+#[pg_test]
+fn an_altered_max_distance_waits_for_a_reindex() {
+    hamming_fixture("src", 3000, "simhash64");
+    Spi::run(
+        "CREATE TABLE docs (id bigint, fp simhash64);
+         CREATE INDEX docs_fp ON docs USING hamming (fp) WITH (pending_limit = 500);
+         ALTER INDEX docs_fp SET (max_distance = 5)",
+    )
+    .unwrap();
+    insert_in_batches("src", "docs", 6);
+    let m = crate::am::meta_of("docs_fp");
+    assert_eq!(m.max_distance, 3, "{m:?}");
+    assert!(!m.runs.is_empty(), "{m:?}");
+    assert_eq!(
+        Spi::get_one::<i64>("SELECT hamming_index_check('docs_fp')").unwrap(),
+        Some(row_count("docs"))
+    );
+    assert_index_exact("docs", "simhash64");
+    Spi::run("REINDEX INDEX docs_fp").unwrap();
+    assert_eq!(crate::am::meta_of("docs_fp").max_distance, 5);
+    assert_index_exact("docs", "simhash64");
+}
