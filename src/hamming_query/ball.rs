@@ -48,13 +48,19 @@ impl HammingBall {
     }
 
     fn into_palloc_datum(self) -> pg_sys::Datum {
-        // SAFETY: palloc returns memory MAXALIGNed (8 bytes, the type's `double` alignment)
-        // and large enough, or raises an ERROR; the value is written whole before use.
-        unsafe {
-            let ptr = pg_sys::palloc(std::mem::size_of::<Self>()).cast::<Self>();
-            ptr.write(self);
-            pg_sys::Datum::from(ptr)
-        }
+        palloc_copy(self)
+    }
+}
+
+/// A fixed-length value passed by reference (a ball of any width) as a datum: a copy in a
+/// palloc'd chunk of the current memory context.
+pub fn palloc_copy<T: Copy>(value: T) -> pg_sys::Datum {
+    // SAFETY: palloc returns memory MAXALIGNed (8 bytes, the types' `double` alignment)
+    // and large enough, or raises an ERROR; the value is written whole before use.
+    unsafe {
+        let ptr = pg_sys::palloc(std::mem::size_of::<T>()).cast::<T>();
+        ptr.write(value);
+        pg_sys::Datum::from(ptr)
     }
 }
 

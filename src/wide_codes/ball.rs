@@ -8,7 +8,7 @@
 //! Binary form: the center's bytes, then the radius as 4 bytes, network order.
 
 use super::{Hash128, Hash256};
-use crate::hamming_query::ball::{ball_input, parse_ball};
+use crate::hamming_query::ball::{ball_input, palloc_copy, parse_ball};
 use crate::support::errors;
 use neardup_core::signatures::wide_code::WideCode;
 use pgrx::callconv::{Arg, ArgAbi, BoxRet, FcInfo};
@@ -60,15 +60,6 @@ macro_rules! wide_ball {
                 WideCode(self.center).hamming(&value.0) as i64 <= self.radius as i64
             }
 
-            fn into_palloc_datum(self) -> pg_sys::Datum {
-                // SAFETY: palloc returns MAXALIGNed memory large enough, or raises an
-                // ERROR; the value is written whole before use.
-                unsafe {
-                    let ptr = pg_sys::palloc(std::mem::size_of::<Self>()).cast::<Self>();
-                    ptr.write(self);
-                    pg_sys::Datum::from(ptr)
-                }
-            }
         }
 
         unsafe impl SqlTranslatable for $ball {
@@ -93,7 +84,7 @@ macro_rules! wide_ball {
 
         impl IntoDatum for $ball {
             fn into_datum(self) -> Option<pg_sys::Datum> {
-                Some(self.into_palloc_datum())
+                Some(palloc_copy(self))
             }
 
             fn type_oid() -> pg_sys::Oid {
@@ -117,7 +108,7 @@ macro_rules! wide_ball {
         unsafe impl BoxRet for $ball {
             unsafe fn box_into<'fcx>(self, fcinfo: &mut FcInfo<'fcx>) -> Datum<'fcx> {
                 // SAFETY: a fresh palloc'd copy in the function's memory context.
-                unsafe { fcinfo.return_raw_datum(self.into_palloc_datum()) }
+                unsafe { fcinfo.return_raw_datum(palloc_copy(self)) }
             }
         }
 

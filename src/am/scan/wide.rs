@@ -602,7 +602,7 @@ fn band_pass<P: Rest>(
 /// distance at which they number `target` or more (every row at that distance: a
 /// distance shared by more rows than that is returned whole), and the distance reached.
 /// The cut-off distance only falls as rows come, so a row at or below the final one is
-/// never dropped; the rows kept are cut back to it whenever they pass twice the target.
+/// never dropped; the rows kept are cut back to it as they grow.
 fn full_pass<P: Rest>(
     index: pg_sys::Relation,
     query: &WideQuery,
@@ -617,6 +617,9 @@ fn full_pass<P: Rest>(
     let mut counts = vec![0usize; upto as usize + 1];
     let mut within = 0usize;
     let mut rows: Vec<(u32, Found)> = Vec::new();
+    // Cut back at twice the target, or twice what a cut kept (ties at the cut-off distance
+    // can keep more): each cut halves the rows, so cutting costs linear time in all.
+    let mut cut_at = 2 * target.max(1);
     for_every_code(index, query, cache, q, |f, d| {
         if d < floor || d > upto {
             return;
@@ -628,8 +631,9 @@ fn full_pass<P: Rest>(
             within -= counts[upto as usize];
             upto -= 1;
         }
-        if rows.len() >= 2 * target.max(1) {
+        if rows.len() >= cut_at {
             rows.retain(|&(d, _)| d <= upto);
+            cut_at = cut_at.max(2 * rows.len());
         }
     });
     rows.retain(|&(d, _)| d <= upto);
