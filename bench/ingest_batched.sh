@@ -18,8 +18,11 @@
 #       into b: commits/s and p50.
 # WORKERS (default 2) sets neardup.merge_workers; WORKERS=0 measures merges in the inserting
 # backend (0.5.0's behaviour) for comparison. Autovacuum is off (no merge by VACUUM).
+# CODE=hash256 loads uniform random 256-bit codes instead (issue 21): the btree is then on
+# the code itself, and the lookups are within 31 bits.
 # Usage: bench/ingest_batched.sh        ROWS=10000000 bench/ingest_batched.sh
 #        WORKERS=0 bench/ingest_batched.sh    SKIP_INSTALL=1 bench/ingest_batched.sh
+#        CODE=hash256 bench/ingest_batched.sh
 source "$(dirname "$0")/lib.sh"
 DIR=/tmp/neardup-bench-batched
 ROWS=${ROWS:-1000000}
@@ -30,6 +33,12 @@ CLIENTS=2
 PER_STATEMENT=100
 TX_PER_CLIENT=$((ROWS / CHECKPOINTS / PER_STATEMENT / CLIENTS))
 T0=$SECONDS
+CODE=${CODE:-simhash64}
+case $CODE in
+simhash64) RANDOM_CODE="rnd64()::simhash64" BTREE_KEY="(fp::bigint)" RADIUS=3 ;;
+hash256) RANDOM_CODE="rnd256()" BTREE_KEY="fp" RADIUS=31 ;;
+*) echo "CODE is simhash64 or hash256" >&2 && exit 2 ;;
+esac
 
 [[ -n ${SKIP_INSTALL:-} ]] || install_extension
 cluster_start "$DIR" "shared_buffers = '2GB'" "maintenance_work_mem = '1GB'" "autovacuum = off" \
@@ -40,15 +49,17 @@ chmod a+rwx "$WORK"
 q() { psql -XqAt -v ON_ERROR_STOP=1 "$@"; }
 q >/dev/null -c "CREATE EXTENSION neardup" -c "CREATE EXTENSION pageinspect" \
     -f "$ROOT/tests/integration/fingerprint_functions.sql" -f "$ROOT/tests/integration/index_pages.sql"
-q >/dev/null <<'SQL'
-CREATE TABLE h (fp simhash64);
+q >/dev/null <<SQL
+CREATE FUNCTION rnd256() RETURNS hash256 LANGUAGE sql VOLATILE
+    RETURN ('x' || md5(random()::text) || md5(random()::text))::bit(256)::hash256;
+CREATE TABLE h (fp $CODE);
 CREATE INDEX h_fp ON h USING hamming (fp);
-CREATE TABLE b (fp simhash64);
-CREATE INDEX b_fp ON b USING btree ((fp::bigint));
+CREATE TABLE b (fp $CODE);
+CREATE INDEX b_fp ON b USING btree ($BTREE_KEY);
 SQL
 for t in h b; do
-    echo "INSERT INTO $t SELECT rnd64()::simhash64 FROM generate_series(1, $PER_STATEMENT);" >"$WORK/batch_$t.sql"
-    echo "INSERT INTO $t VALUES (rnd64()::simhash64);" >"$WORK/single_$t.sql"
+    echo "INSERT INTO $t SELECT $RANDOM_CODE FROM generate_series(1, $PER_STATEMENT);" >"$WORK/batch_$t.sql"
+    echo "INSERT INTO $t VALUES ($RANDOM_CODE);" >"$WORK/single_$t.sql"
 done
 
 # pgbench_run SCRIPT LOGPREFIX ARGS...: pgbench with per-statement logs kept under LOGPREFIX.
@@ -67,10 +78,10 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3g", a / b; else
 run_rows() { q -c "SELECT run_rows('$1') || CASE WHEN meta_u32('$1', 48) <> 0 THEN ' merging' ELSE '' END"; }
 lookup_sql() {
     echo "SELECT string_agg(c::text, ',' ORDER BY pid) FROM probes,
-        LATERAL (SELECT count(*) AS c FROM $1 WHERE fp <@ hamming_ball(probes.fp, 3)) x"
+        LATERAL (SELECT count(*) AS c FROM $1 WHERE fp <@ hamming_ball(probes.fp, $RADIUS)) x"
 }
 
-echo "== (1) $ROWS rows as $PER_STATEMENT-row statements from $CLIENTS clients, neardup.merge_workers = $WORKERS"
+echo "== (1) $ROWS $CODE rows as $PER_STATEMENT-row statements from $CLIENTS clients, neardup.merge_workers = $WORKERS"
 printf '%-12s %9s %8s %6s %8s %6s %8s %7s %6s  %s\n' checkpoint rows "end ms" ratio "idle ms" ratio "fresh ms" "MB" ratio \
     "runs and pending rows: at the step's end -> idle"
 h_ms=0 b_ms=0 worst_ratio=0 worst_size=0 worst_end=0

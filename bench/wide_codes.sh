@@ -7,15 +7,19 @@
 #       FAISS IndexBinaryFlat range search of every code against all (one thread), on both
 #       sets; the pair counts must be equal
 #   (b) one lookup within R bits: a sequential scan `hamming(code, q) <= R` against FAISS
-#       IndexBinaryFlat and IndexBinaryMultiHash (16 tables of 16 bits) per single query, and
-#       MultiHash's recall; the hamming index (`code <@ hamming_ball(q, R)`, multi-index
+#       IndexBinaryFlat and IndexBinaryMultiHash (16 tables of 16 bits; FAISS's default
+#       nflip = 0, which can miss a code 31 bits away, and exact, nflip = 1) per single
+#       query, and MultiHash's recall; the hamming index (`code <@ hamming_ball(q, R)`, multi-index
 #       hashing in its runs) and a GIN index on hamming_keys(code, M) (M substrings, 16 unless
 #       given), the same rows as the scan; the 10 nearest codes through the hamming index
 #       (`ORDER BY code <~> q LIMIT 10`) against a sequential scan and sort, the same
 #       distances
-#   (c) the duplicate groups within R bits: neardup_clusters against neardup_components over
+#   (c) BATCH codes (every N/BATCH-th row) checked at once: `code <@@ hamming_batch(...)`, one
+#       index scan, against a nested loop of one index lookup per code and against FAISS
+#       MultiHash's range search of all of them in one call (exact MultiHash's rows, checked)
+#   (d) the duplicate groups within R bits: neardup_clusters against neardup_components over
 #       hamming_pairs (the same groups, checked)
-# Usage (as root): N=100000 R=31 M=16 bench/wide_codes.sh   (SKIP_INSTALL=1 to keep the installed
+# Usage (as root): N=100000 R=31 M=16 BATCH=1000 bench/wide_codes.sh   (SKIP_INSTALL=1 to keep the installed
 # build; REUSE=1 to keep the codes of a run of the same N; PYVENV names a virtualenv with
 # faiss-cpu, pdqhash and scikit-image, made once)
 source "$(dirname "$0")/lib.sh"
@@ -25,6 +29,7 @@ N=${N:-100000}
 R=${R:-31}
 M=${M:-16}
 PROBES=${PROBES:-50}
+BATCH=${BATCH:-1000}
 PYVENV=${PYVENV:-/tmp/pyvenv}
 trap 'cluster_stop "$DIR"' EXIT
 q() { psql -qAtX -v ON_ERROR_STOP=1 "$@"; }
@@ -71,7 +76,7 @@ done
 
 echo "== (b) one lookup within $R bits ($PROBES probes, median)"
 for set in pdq uniform; do
-    read -r flat_ms multi_ms recall found < <(py lookups "$OUT/$set.tsv" "$R" "$PROBES")
+    read -r flat_ms multi_ms recall found exact_ms exact_recall < <(py lookups "$OUT/$set.tsv" "$R" "$PROBES")
     probe=$(q -c "SELECT code FROM $set WHERE id = $((N / 2))")
     # (`+ 0`: the bound as written, which the planner hook would hand to the hamming index)
     scan="SELECT id FROM $set WHERE hamming(code, '$probe') + 0 <= $R"
@@ -88,6 +93,7 @@ for set in pdq uniform; do
     result "$set: GIN on hamming_keys($M)" "$gin_ms" ms "sequential scan" "$scan_ms"
     result "$set: GIN on hamming_keys($M)" "$gin_ms" ms "FAISS IndexBinaryMultiHash" "$multi_ms"
     result "$set: FAISS IndexBinaryMultiHash (recall $recall)" "$multi_ms" ms "FAISS IndexBinaryFlat" "$flat_ms"
+    result "$set: FAISS MultiHash exact (nflip 1, recall $exact_recall)" "$exact_ms" ms "FAISS IndexBinaryFlat" "$flat_ms"
     # the hamming index (the same rows, by an index scan)
     ball="SELECT id FROM $set WHERE code <@ hamming_ball('$probe'::hash256, $R)"
     [[ $(q -c "SELECT string_agg(id::text, ',' ORDER BY id) FROM ($ball) h") == $(q -c "SELECT string_agg(id::text, ',' ORDER BY id) FROM ($scan) s") ]] ||
@@ -96,6 +102,7 @@ for set in pdq uniform; do
     ball_ms=$(session_median_ms 11 "$ball")
     result "$set: hamming index" "$ball_ms" ms "sequential scan" "$scan_ms"
     result "$set: hamming index" "$ball_ms" ms "FAISS IndexBinaryMultiHash" "$multi_ms"
+    result "$set: hamming index" "$ball_ms" ms "FAISS MultiHash exact (nflip 1)" "$exact_ms"
     # the 10 nearest codes: the index's passes widening from R, against a scan and a sort
     knn="SELECT code <~> '$probe'::hash256 FROM $set ORDER BY code <~> '$probe'::hash256 LIMIT 10"
     sorted="SELECT d FROM (SELECT code <~> '$probe'::hash256 AS d FROM $set OFFSET 0) s ORDER BY d LIMIT 10"
@@ -106,7 +113,26 @@ for set in pdq uniform; do
     result "$set: 10 nearest, hamming index" "$knn_ms" ms "sequential scan and sort" "$sorted_ms"
 done
 
-echo "== (c) duplicate groups within $R bits: neardup_clusters against the components of hamming_pairs"
+echo "== (c) $BATCH codes checked at once within $R bits: one batch (<@@ hamming_batch) against a lookup per code"
+every=$((N / BATCH))
+for set in pdq uniform; do
+    probes="SELECT id, code FROM $set WHERE id % $every = 3"
+    batch="SELECT id FROM $set WHERE code <@@ (SELECT hamming_batch(array_agg(id), array_agg(code), $R) FROM ($probes) p)"
+    joined="SELECT DISTINCT s.id FROM ($probes) p JOIN $set s ON s.code <@ hamming_ball(p.code, $R)"
+    [[ $(q -c "SELECT string_agg(id::text, ',' ORDER BY id) FROM ($batch) b") == $(q -c "SELECT string_agg(id::text, ',' ORDER BY id) FROM ($joined) j") ]] ||
+        fail "$set: the batch and the lookups per code differ"
+    [[ $(q -c "EXPLAIN $batch") == *"${set}_hamming"* ]] || fail "$set: the batch does not use the hamming index"
+    [[ $(q -c "EXPLAIN $joined") == *"Index Cond"* ]] || fail "$set: the lookups per code do not use the index"
+    found=$(q -c "SELECT count(*) FROM ($batch) b")
+    read -r faiss_ms faiss_found exact_ms exact_found < <(py batch "$OUT/$set.tsv" "$R" "$every")
+    [[ $exact_found == "$found" ]] || fail "$set: the batch found $found rows, FAISS MultiHash (nflip 1) $exact_found"
+    read -r batch_ms joined_ms < <(paired_medians_ms 5 "$batch" "$joined")
+    result "$set: batch of $BATCH codes ($found rows)" "$batch_ms" ms "a lookup per code" "$joined_ms"
+    result "$set: batch of $BATCH codes" "$batch_ms" ms "FAISS MultiHash exact, $BATCH queries" "$exact_ms"
+    result "$set: batch of $BATCH codes" "$batch_ms" ms "FAISS MultiHash ($faiss_found rows)" "$faiss_ms"
+done
+
+echo "== (d) duplicate groups within $R bits: neardup_clusters against the components of hamming_pairs"
 for set in pdq uniform; do
     clusters="SELECT count(*) FROM neardup_clusters('$set', 'id', 'code', $R)"
     components="SELECT count(*) FROM neardup_components('SELECT a, b FROM hamming_pairs(''$set'', ''id'', ''code'', $R)')"

@@ -9,9 +9,18 @@
                        histograms of both sets.
   pairs FILE R         every pair within R bits by FAISS IndexBinaryFlat range search of
                        every code against all: pair count and seconds.
-  lookups FILE R N     N single-code range searches within R bits (probes: the near-copies'
-                       sources), by IndexBinaryFlat and by IndexBinaryMultiHash (16 tables of
-                       16 bits, Meta's PDQ index): median ms per query and MultiHash's recall.
+  lookups FILE R N [QUERIES]
+                       N single-code range searches within R bits (probes: N random codes of
+                       FILE, or every code of QUERIES, a file of the same format), by
+                       IndexBinaryFlat and by IndexBinaryMultiHash (16 tables of 16 bits,
+                       Meta's PDQ index), the latter with FAISS's default nflip = 0 and
+                       exact (nflip = 1, see multi_hash): flat's median ms a query, then
+                       MultiHash's and its recall, the rows found, exact MultiHash's median
+                       ms and recall.
+  batch FILE R EVERY   one range search within R bits of the codes of every EVERY-th id
+                       (ids ≡ 3 mod EVERY, as bench/wide_codes.sh's batch) by
+                       IndexBinaryMultiHash, all queries in one call: ms and distinct rows
+                       found with nflip = 0, then with nflip = 1 (exact).
 """
 
 import io
@@ -142,27 +151,61 @@ def pairs(path, radius):
     print(int(np.count_nonzero(labels > queries)), f"{seconds:.3f}")
 
 
-def lookups(path, radius, probes):
+def multi_hash(codes, nflip):
+    """IndexBinaryMultiHash over 16 tables of 16 bits. It probes each table at the query's
+    substring and the values `nflip` bits from it: 0 is FAISS's default, and misses a code
+    31 bits away whose every substring differs; 1 is exact at r = 31 (Norouzi's cut, as
+    Meta's PDQ index searches it)."""
+    import faiss
+
+    index = faiss.IndexBinaryMultiHash(256, 16, 16)
+    index.add(codes)
+    index.nflip = nflip
+    return index
+
+
+def lookups(path, radius, probes, queries_path=None):
     import faiss
 
     faiss.omp_set_num_threads(1)
     codes = codes_of(path)
     flat = faiss.IndexBinaryFlat(256)
     flat.add(codes)
-    multi = faiss.IndexBinaryMultiHash(256, 16, 16)
-    multi.add(codes)
-    rng = np.random.default_rng(1)
-    queries = codes[rng.choice(len(codes), size=probes, replace=False)]
-    times = {"flat": [], "multi": []}
-    found = {"flat": 0, "multi": 0}
+    multi = multi_hash(codes, 0)
+    exact = multi_hash(codes, 1)
+    if queries_path:  # the probes the caller also times, in the same format
+        queries = codes_of(queries_path)
+    else:
+        rng = np.random.default_rng(1)
+        queries = codes[rng.choice(len(codes), size=probes, replace=False)]
+    times = {"flat": [], "multi": [], "exact": []}
+    found = {"flat": 0, "multi": 0, "exact": 0}
     for q in queries:
-        for name, index in (("flat", flat), ("multi", multi)):
+        for name, index in (("flat", flat), ("multi", multi), ("exact", exact)):
             start = time.perf_counter()
             lims, _d, _l = index.range_search(q[None, :], radius + 1)
             times[name].append(time.perf_counter() - start)
             found[name] += int(lims[1])
-    print(f"{np.median(times['flat']) * 1000:.3f} {np.median(times['multi']) * 1000:.3f} "
-          f"{found['multi'] / max(found['flat'], 1):.4f} {found['flat']}")
+    ms = {name: np.median(t) * 1000 for name, t in times.items()}
+    recall = {name: found[name] / max(found["flat"], 1) for name in found}
+    print(f"{ms['flat']:.3f} {ms['multi']:.3f} {recall['multi']:.4f} {found['flat']} "
+          f"{ms['exact']:.3f} {recall['exact']:.4f}")
+
+
+def batch(path, radius, every):
+    import faiss
+
+    faiss.omp_set_num_threads(1)
+    ids = np.array([int(line.split("\t", 1)[0]) for line in open(path)])
+    codes = codes_of(path)
+    queries = codes[ids % every == 3]
+    out = []
+    for nflip in (0, 1):
+        index = multi_hash(codes, nflip)
+        start = time.perf_counter()
+        _lims, _d, labels = index.range_search(queries, radius + 1)
+        out += [f"{(time.perf_counter() - start) * 1000:.3f}", str(len(np.unique(labels)))]
+    print(" ".join(out))
 
 
 if __name__ == "__main__":
@@ -172,6 +215,8 @@ if __name__ == "__main__":
     elif command == "pairs":
         pairs(sys.argv[2], int(sys.argv[3]))
     elif command == "lookups":
-        lookups(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        lookups(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), *sys.argv[5:6])
+    elif command == "batch":
+        batch(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     else:
         sys.exit(__doc__)

@@ -5,7 +5,11 @@
 #   - the index's build time and size a row against the raw 32 bytes;
 #   - lookups within R bits of four rows' codes (median of 21 each), and of one against a
 #     sequential scan `hamming(code, q) + 0 <= R` (the same rows, checked);
-#   - the 10 nearest codes through the index against the sequential scan.
+#   - the 10 nearest codes through the index against the sequential scan;
+#   - beside FAISS (faiss-cpu, one thread, in a venv made once): lookups of the same PROBES
+#     codes (median over the probes, one timed run each after one untimed), against
+#     IndexBinaryMultiHash (16 tables of 16 bits; FAISS's default nflip = 0, and exact with
+#     nflip = 1) and IndexBinaryFlat range search, the rows found compared. FAISS=0 skips it.
 # Uniform codes flatter multi-index hashing (no near neighbours but the planted ones).
 # Usage (as root): N=10000000 R=31 bench/wide_codes_uniform.sh   (SKIP_INSTALL=1 to keep the
 # installed build)
@@ -13,6 +17,9 @@ source "$(dirname "$0")/lib.sh"
 DIR=/tmp/neardup-bench-wide-uniform
 N=${N:-10000000}
 R=${R:-31}
+PROBES=${PROBES:-50}
+PYVENV=${PYVENV:-/tmp/pyvenv}
+OUT=/tmp/neardup-bench-wide-uniform-out
 trap 'cluster_stop "$DIR"' EXIT
 q() { psql -qAtX -v ON_ERROR_STOP=1 "$@"; }
 failed=0
@@ -48,6 +55,27 @@ result "lookup within $R (row 100)" "$(session_median_ms 21 "$ball")" ms "sequen
 knn="SELECT id FROM u ORDER BY code <~> '$probe'::hash256 LIMIT 10"
 [[ $(q -c "EXPLAIN $knn") == *u_code* ]] || fail "the nearest codes do not use the index"
 result "10 nearest (row 100)" "$(session_median_ms 5 "$knn")" ms "sequential scan" "$scan_ms"
+
+if [[ ${FAISS:-1} != 0 ]]; then
+    python_venv "$PYVENV" "faiss" faiss-cpu numpy
+    rm -rf "$OUT" && mkdir -p "$OUT" && chmod 777 "$OUT"
+    q -c "\\copy (SELECT id, code FROM u) TO '$OUT/codes.tsv'" \
+        -c "\\copy (SELECT id, code FROM u WHERE id % ($N / $PROBES) = 7 ORDER BY id LIMIT $PROBES) TO '$OUT/probes.tsv'"
+    read -r flat_ms multi_ms recall faiss_found exact_ms exact_recall < <("$PYVENV/bin/python3" "$ROOT/bench/wide_codes_data.py" \
+        lookups "$OUT/codes.tsv" "$R" "$PROBES" "$OUT/probes.tsv")
+    # each probe once untimed, then once timed, in one session: the median over the probes
+    ours_ms=$(while IFS=$'\t' read -r _ code; do
+        for _ in 1 2; do echo "EXPLAIN (ANALYZE, TIMING OFF) SELECT id FROM u WHERE code <@ hamming_ball('$code'::hash256, $R);"; done
+    done <"$OUT/probes.tsv" | psql -AtX | sed -n 's/^Execution Time: \([0-9.]*\) ms$/\1/p' | awk 'NR % 2 == 0' | median)
+    ours_found=$(while IFS=$'\t' read -r _ code; do
+        echo "SELECT count(*) FROM u WHERE code <@ hamming_ball('$code'::hash256, $R);"
+    done <"$OUT/probes.tsv" | psql -qAtX | awk '{ s += $1 } END { print s }')
+    [[ $ours_found == "$faiss_found" ]] || fail "the index found $ours_found rows for the $PROBES probes, FAISS's flat search $faiss_found"
+    result "lookup within $R, median of $PROBES probes ($ours_found rows)" "$ours_ms" ms "FAISS IndexBinaryMultiHash (recall $recall)" "$multi_ms"
+    result "lookup within $R, median of $PROBES probes" "$ours_ms" ms "FAISS MultiHash exact (nflip 1, recall $exact_recall)" "$exact_ms"
+    result "lookup within $R, median of $PROBES probes" "$ours_ms" ms "FAISS IndexBinaryFlat" "$flat_ms"
+    rm -rf "$OUT"
+fi
 echo
 print_summary
 ((failed == 0)) || exit 1

@@ -883,12 +883,251 @@ CREATE FUNCTION hamming_within(a hash128, b hash128, k integer) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN k >= 0 AND a <@ hamming_ball(b, greatest(k, 0));
 
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/mod.rs:97
+-- requires:
+--   wide_codes_type
+
+CREATE TYPE hash256_batch; -- shell, completed by sql/wide_batches_type.sql
+CREATE TYPE hash128_batch; -- shell, completed by sql/wide_batches_type.sql
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/batch.rs:150
+-- neardup::wide_codes::batch::hash128_batch_in
+-- requires:
+--   wide_batches_shell
+CREATE  FUNCTION "hash128_batch_in"(
+	"input" cstring /* & CStr */
+) RETURNS hash128_batch /* Hash128Batch */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_batch_in_wrapper';
+
+
+-- src/wide_codes/batch.rs:150
+-- neardup::wide_codes::batch::hash128_batch_out
+-- requires:
+--   wide_batches_shell
+CREATE  FUNCTION "hash128_batch_out"(
+	"value" hash128_batch /* Hash128Batch */
+) RETURNS cstring /* CString */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_batch_out_wrapper';
+
+
+-- src/wide_codes/batch.rs:150
+-- neardup::wide_codes::batch::hash128_batch_recv
+-- requires:
+--   wide_batches_shell
+CREATE  FUNCTION "hash128_batch_recv"(
+	"buf" internal /* Internal */
+) RETURNS hash128_batch /* Hash128Batch */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_batch_recv_wrapper';
+
+
+-- src/wide_codes/batch.rs:150
+-- neardup::wide_codes::batch::hash128_batch_send
+-- requires:
+--   wide_batches_shell
+CREATE  FUNCTION "hash128_batch_send"(
+	"value" hash128_batch /* Hash128Batch */
+) RETURNS bytea /* Vec < u8 > */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash128_batch_send_wrapper';
+
+
+-- src/wide_codes/batch.rs:128
+-- neardup::wide_codes::batch::hash256_batch_in
+-- requires:
+--   wide_batches_shell
+CREATE  FUNCTION "hash256_batch_in"(
+	"input" cstring /* & CStr */
+) RETURNS hash256_batch /* Hash256Batch */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_batch_in_wrapper';
+
+
+-- src/wide_codes/batch.rs:128
+-- neardup::wide_codes::batch::hash256_batch_out
+-- requires:
+--   wide_batches_shell
+CREATE  FUNCTION "hash256_batch_out"(
+	"value" hash256_batch /* Hash256Batch */
+) RETURNS cstring /* CString */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_batch_out_wrapper';
+
+
+-- src/wide_codes/batch.rs:128
+-- neardup::wide_codes::batch::hash256_batch_recv
+-- requires:
+--   wide_batches_shell
+CREATE  FUNCTION "hash256_batch_recv"(
+	"buf" internal /* Internal */
+) RETURNS hash256_batch /* Hash256Batch */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_batch_recv_wrapper';
+
+
+-- src/wide_codes/batch.rs:128
+-- neardup::wide_codes::batch::hash256_batch_send
+-- requires:
+--   wide_batches_shell
+CREATE  FUNCTION "hash256_batch_send"(
+	"value" hash256_batch /* Hash256Batch */
+) RETURNS bytea /* Vec < u8 > */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hash256_batch_send_wrapper';
+
+
+-- src/wide_codes/mod.rs:104
+-- creates:
+--   Type(neardup::wide_codes::Hash256Batch)
+--   Type(neardup::wide_codes::Hash128Batch)
+
+-- requires:
+--   wide_batches_shell
+--   batch::hash256_batch_in
+--   batch::hash256_batch_out
+--   batch::hash256_batch_recv
+--   batch::hash256_batch_send
+--   batch::hash128_batch_in
+--   batch::hash128_batch_out
+--   batch::hash128_batch_recv
+--   batch::hash128_batch_send
+
+-- hash256_batch and hash128_batch: keyed wide codes and one Hamming radius, the right-hand
+-- side of <@@ for batch checks of wide codes (src/wide_codes/batch.rs). Varlenas in the
+-- 64-bit hamming_batch's binary form, with the codes' bytes as centers.
+CREATE TYPE hash256_batch (
+    INPUT = hash256_batch_in,
+    OUTPUT = hash256_batch_out,
+    RECEIVE = hash256_batch_recv,
+    SEND = hash256_batch_send,
+    INTERNALLENGTH = VARIABLE,
+    STORAGE = extended
+);
+COMMENT ON TYPE hash256_batch IS
+    'keyed hash256 codes and one Hamming radius, the right side of <@@ for batch checks (text form r<radius>:<key>=<hex>,...)';
+CREATE TYPE hash128_batch (
+    INPUT = hash128_batch_in,
+    OUTPUT = hash128_batch_out,
+    RECEIVE = hash128_batch_recv,
+    SEND = hash128_batch_send,
+    INTERNALLENGTH = VARIABLE,
+    STORAGE = extended
+);
+COMMENT ON TYPE hash128_batch IS
+    'keyed hash128 codes and one Hamming radius, the right side of <@@ for batch checks (text form r<radius>:<key>=<hex>,...)';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/batch.rs:150
+-- neardup::wide_codes::batch::batch_contains_hash128
+CREATE FUNCTION hamming_batch_contains(hash128_batch, hash128) RETURNS boolean
+    IMMUTABLE STRICT PARALLEL SAFE COST 40 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_contains_hash128_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/batch.rs:128
+-- neardup::wide_codes::batch::hamming_batch_hash256
+CREATE FUNCTION hamming_batch(keys bigint[], codes hash256[], radius integer) RETURNS hash256_batch
+    IMMUTABLE STRICT PARALLEL SAFE LANGUAGE c AS 'MODULE_PATHNAME', 'hamming_batch_hash256_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/batch.rs:150
+-- neardup::wide_codes::batch::hamming_batch_hash128
+CREATE FUNCTION hamming_batch(keys bigint[], codes hash128[], radius integer) RETURNS hash128_batch
+    IMMUTABLE STRICT PARALLEL SAFE LANGUAGE c AS 'MODULE_PATHNAME', 'hamming_batch_hash128_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/batch.rs:150
+-- neardup::wide_codes::batch::batch_keys_hash128
+CREATE FUNCTION hamming_batch_keys(batch hash128_batch, code hash128) RETURNS bigint[]
+    IMMUTABLE STRICT PARALLEL SAFE COST 40 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_keys_hash128_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/batch.rs:128
+-- neardup::wide_codes::batch::batch_keys_hash256
+CREATE FUNCTION hamming_batch_keys(batch hash256_batch, code hash256) RETURNS bigint[]
+    IMMUTABLE STRICT PARALLEL SAFE COST 40 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_keys_hash256_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/batch.rs:128
+-- neardup::wide_codes::batch::batch_contains_hash256
+CREATE FUNCTION hamming_batch_contains(hash256_batch, hash256) RETURNS boolean
+    IMMUTABLE STRICT PARALLEL SAFE COST 40 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_contains_hash256_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/batch.rs:150
+-- neardup::wide_codes::batch::within_batch_hash128
+CREATE FUNCTION within_hamming_batch(hash128, hash128_batch) RETURNS boolean
+    IMMUTABLE STRICT PARALLEL SAFE COST 40 LANGUAGE c AS 'MODULE_PATHNAME', 'within_batch_hash128_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/batch.rs:128
+-- neardup::wide_codes::batch::within_batch_hash256
+CREATE FUNCTION within_hamming_batch(hash256, hash256_batch) RETURNS boolean
+    IMMUTABLE STRICT PARALLEL SAFE COST 40 LANGUAGE c AS 'MODULE_PATHNAME', 'within_batch_hash256_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/wide_codes/mod.rs:121
+-- requires:
+--   wide_batches_type
+--   hamming_batch_operators
+--   batch::within_batch_hash256
+--   batch::batch_contains_hash256
+--   batch::within_batch_hash128
+--   batch::batch_contains_hash128
+
+-- code <@@ batch: within the batch's radius of at least one of its codes (src/wide_codes/
+-- batch.rs). Strategy 3 of the wide operator classes (sql/wide_codes_index.sql): one index
+-- scan probes every code of the batch. The estimators are the 64-bit batch's, which price
+-- a ball by the codes' width.
+CREATE OPERATOR <@@ (
+    LEFTARG = hash256, RIGHTARG = hash256_batch, FUNCTION = within_hamming_batch,
+    COMMUTATOR = @@>, RESTRICT = hamming_batch_restrict, JOIN = hamming_batch_join
+);
+CREATE OPERATOR @@> (
+    LEFTARG = hash256_batch, RIGHTARG = hash256, FUNCTION = hamming_batch_contains,
+    COMMUTATOR = <@@, RESTRICT = hamming_batch_restrict, JOIN = hamming_batch_join
+);
+CREATE OPERATOR <@@ (
+    LEFTARG = hash128, RIGHTARG = hash128_batch, FUNCTION = within_hamming_batch,
+    COMMUTATOR = @@>, RESTRICT = hamming_batch_restrict, JOIN = hamming_batch_join
+);
+CREATE OPERATOR @@> (
+    LEFTARG = hash128_batch, RIGHTARG = hash128, FUNCTION = hamming_batch_contains,
+    COMMUTATOR = <@@, RESTRICT = hamming_batch_restrict, JOIN = hamming_batch_join
+);
+/* </end connected objects> */
+
+/* the operator classes of wide codes, with the batches (sql/wide_codes_index.sql) */
 -- Strategy 1 answers `code <@ hamming_ball(q, r)` exactly (no recheck); strategy 2 orders
--- by `code <~> q`, nearest first.
+-- by `code <~> q`, nearest first; strategy 3 answers `code <@@ batch` (sql/wide_batches.sql).
 CREATE OPERATOR CLASS hash256_hamming_ops DEFAULT FOR TYPE hash256 USING hamming AS
     OPERATOR 1 <@ (hash256, hash256_ball),
-    OPERATOR 2 <~> (hash256, hash256) FOR ORDER BY integer_ops;
+    OPERATOR 2 <~> (hash256, hash256) FOR ORDER BY integer_ops,
+    OPERATOR 3 <@@ (hash256, hash256_batch);
 CREATE OPERATOR CLASS hash128_hamming_ops DEFAULT FOR TYPE hash128 USING hamming AS
     OPERATOR 1 <@ (hash128, hash128_ball),
-    OPERATOR 2 <~> (hash128, hash128) FOR ORDER BY integer_ops;
-/* </end connected objects> */
+    OPERATOR 2 <~> (hash128, hash128) FOR ORDER BY integer_ops,
+    OPERATOR 3 <@@ (hash128, hash128_batch);

@@ -28,10 +28,12 @@ CREATE FUNCTION hamming_within(a hash128, b hash128, k integer) RETURNS boolean
     RETURN k >= 0 AND a <@ hamming_ball(b, greatest(k, 0));
 
 -- Strategy 1 answers `code <@ hamming_ball(q, r)` exactly (no recheck); strategy 2 orders
--- by `code <~> q`, nearest first.
+-- by `code <~> q`, nearest first; strategy 3 answers `code <@@ batch` (sql/wide_batches.sql).
 CREATE OPERATOR CLASS hash256_hamming_ops DEFAULT FOR TYPE hash256 USING hamming AS
     OPERATOR 1 <@ (hash256, hash256_ball),
-    OPERATOR 2 <~> (hash256, hash256) FOR ORDER BY integer_ops;
+    OPERATOR 2 <~> (hash256, hash256) FOR ORDER BY integer_ops,
+    OPERATOR 3 <@@ (hash256, hash256_batch);
 CREATE OPERATOR CLASS hash128_hamming_ops DEFAULT FOR TYPE hash128 USING hamming AS
     OPERATOR 1 <@ (hash128, hash128_ball),
-    OPERATOR 2 <~> (hash128, hash128) FOR ORDER BY integer_ops;
+    OPERATOR 2 <~> (hash128, hash128) FOR ORDER BY integer_ops,
+    OPERATOR 3 <@@ (hash128, hash128_batch);

@@ -173,16 +173,24 @@ impl WideModel<'_> {
         unsafe {
             let info = &*(*path).indexinfo;
             let ordered = !(*path).indexorderbys.is_null();
-            let radius = match probes_of(root, path, self.words) {
-                Probes::Ball(r) => Some(r.max(0) as u32),
-                _ if ordered => Some(self.meta.max_distance),
-                _ => None,
+            let (radius, lookups) = match probes_of(root, path, self.words) {
+                Probes::Ball(r) => (Some(r.max(0) as u32), 1.0),
+                // a batch: a lookup per center, at most a read of every row
+                Probes::Batch { radius, balls } if !ordered => (Some(radius.max(0) as u32), balls),
+                _ if ordered => (Some(self.meta.max_distance), 1.0),
+                _ => (None, 1.0),
             };
-            let (pages_read, candidates) = if self.words == 2 {
-                self.lookup::<[u64; 1]>(radius)
-            } else {
-                self.lookup::<[u64; 3]>(radius)
+            let lookup = |radius| {
+                if self.words == 2 {
+                    self.lookup::<[u64; 1]>(radius)
+                } else {
+                    self.lookup::<[u64; 3]>(radius)
+                }
             };
+            let (one_pages, one_candidates) = lookup(radius);
+            let (every_pages, every_candidates) = lookup(None);
+            let pages_read = (one_pages * lookups).min(every_pages);
+            let candidates = (one_candidates * lookups).min(every_candidates);
             let fetched = pages_fetched(root, info, pages_read, loop_count);
             let page_cost = if radius.is_some() {
                 self.random_page

@@ -25,7 +25,7 @@
 //! `neardup_core::search::merge_policy`.
 
 use super::build::layout_for;
-use super::codes::by_width;
+use super::codes::{self, by_width};
 use super::meta;
 use super::options;
 use super::page::{self, Kind, META_BLOCK};
@@ -247,8 +247,9 @@ fn merge_while_needed<L: Tables>(
             // A large merge goes table by table, without the sealed list: write that alone.
             merge::<L>(index, &m, Vec::new(), sealed)
         } else {
-            let layout: L = layout_for(index, rows, m.max_distance);
-            // Runs of an older format (one tree per table) merge whole, once.
+            let layout: L = run_layout(index, m.max_distance, rows, m.run_rows());
+            // Runs of an older format (one tree per table), or cut for another size of a
+            // wide index, merge whole, once.
             let trees = meta::new_trees(&layout);
             if inputs
                 .iter()
@@ -266,6 +267,27 @@ fn merge_while_needed<L: Tables>(
             return true;
         }
     }
+}
+
+/// The layout of a run of `rows` rows written now, into an index that then holds
+/// `index_rows`. A wide code's run is cut for the whole index's rows: runs written while the
+/// index is about one size share their cut, so they merge table by table. Cut for its own
+/// rows, a pending list's run (16 substrings of PDQ at 8 k rows) differs from a large run's
+/// (13 at 1 M), and every merge into the large run rewrote it whole, needing room for a
+/// second copy of it: the index stayed twice the size of a fresh one. 64-bit runs are laid
+/// out for their own rows.
+fn run_layout<L: Tables>(
+    index: pg_sys::Relation,
+    max_distance: u32,
+    rows: u64,
+    index_rows: u64,
+) -> L {
+    let rows = if codes::words(index) == 1 {
+        rows
+    } else {
+        rows.max(index_rows)
+    };
+    layout_for(index, rows, max_distance)
 }
 
 /// Whether the metapage lacks room for two more runs as large as any the index may write
@@ -337,9 +359,9 @@ fn merge<L: Tables>(
     inputs: Vec<Run>,
     sealed: Option<ListRows<L::Rest>>,
 ) -> bool {
-    let rows: u64 = inputs.iter().map(|r| r.rows).sum::<u64>()
-        + sealed.as_ref().map_or(0, |s| s.rows.len() as u64);
-    let layout: L = layout_for(index, rows, m.max_distance);
+    let sealed_rows = sealed.as_ref().map_or(0, |s| s.rows.len() as u64);
+    let rows: u64 = inputs.iter().map(|r| r.rows).sum::<u64>() + sealed_rows;
+    let layout: L = run_layout(index, m.max_distance, rows, m.run_rows() + sealed_rows);
     let mut after = m.clone();
     after.runs.retain(|r| !inputs.iter().any(|i| i.id == r.id));
     after.runs.push(Run {

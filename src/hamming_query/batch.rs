@@ -13,8 +13,7 @@
 
 use crate::support::errors;
 use crate::support::stored_type::{rest_of_message, stored_type, varlena_bytes, StoredBytes};
-use neardup_core::search::ball_set::BallLookup;
-use neardup_core::search::ball_set::BallSet;
+use neardup_core::search::ball_set::{header_of, BallLookup, BallSet};
 use neardup_core::signatures::codec::DecodeError;
 use pgrx::fcinfo::pg_getarg_datum_raw;
 use pgrx::prelude::*;
@@ -58,12 +57,18 @@ fn hamming_batch_send(value: HammingBatch) -> Vec<u8> {
     value.0.to_bytes()
 }
 
-/// The 8-byte elements of a one-dimensional array of bigint or simhash64 (both 8 bytes by
-/// value, double-aligned), NULL ones as `None`.
+/// The elements of a one-dimensional array of a fixed-length, double-aligned type (bigint
+/// and simhash64 by value; hash256 and hash128 by reference, `len` bytes), NULL ones as
+/// `None`; a by-reference element points into the (detoasted) array.
 ///
 /// # Safety
-/// `datum` must be a non-NULL array of bigint or simhash64.
-unsafe fn words(datum: pg_sys::Datum, what: &str) -> Vec<Option<u64>> {
+/// `datum` must be a non-NULL array of such a type.
+pub unsafe fn array_elements(
+    datum: pg_sys::Datum,
+    what: &str,
+    len: i16,
+    by_value: bool,
+) -> Vec<Option<pg_sys::Datum>> {
     // SAFETY: per the contract; deconstruct_array reads elements of the given layout, and
     // its output arrays are palloc'd in the current context.
     unsafe {
@@ -79,17 +84,62 @@ unsafe fn words(datum: pg_sys::Datum, what: &str) -> Vec<Option<u64>> {
         pg_sys::deconstruct_array(
             array,
             (*array).elemtype,
-            8,
-            true,
+            len as i32,
+            by_value,
             pg_sys::TYPALIGN_DOUBLE as std::ffi::c_char,
             &mut values,
             &mut nulls,
             &mut n,
         );
         (0..n as usize)
-            .map(|i| (!*nulls.add(i)).then(|| (*values.add(i)).value() as u64))
+            .map(|i| (!*nulls.add(i)).then(|| *values.add(i)))
             .collect()
     }
+}
+
+/// The 8-byte elements of a one-dimensional array of bigint or simhash64.
+///
+/// # Safety
+/// `datum` must be a non-NULL array of bigint or simhash64.
+unsafe fn words(datum: pg_sys::Datum, what: &str) -> Vec<Option<u64>> {
+    // SAFETY: per the contract.
+    let elements = unsafe { array_elements(datum, what, 8, true) };
+    elements
+        .into_iter()
+        .map(|d| d.map(|d| d.value() as u64))
+        .collect()
+}
+
+/// The balls of `hamming_batch(keys, centers, radius)`'s arrays: ERROR 22023 for arrays of
+/// different lengths or a negative radius, 22004 for a NULL key; a NULL center is near
+/// nothing, so it adds no ball.
+pub fn keyed_balls<C>(
+    keys: Vec<Option<u64>>,
+    centers: Vec<Option<C>>,
+    radius: i32,
+) -> (u32, Vec<(i64, C)>) {
+    if keys.len() != centers.len() {
+        errors::invalid_parameter(format!(
+            "hamming_batch: keys and fingerprints must have the same length ({} and {})",
+            keys.len(),
+            centers.len()
+        ));
+    }
+    let radius = u32::try_from(radius).unwrap_or_else(|_| {
+        errors::invalid_parameter(format!(
+            "hamming_batch: the radius must not be negative (got {radius})"
+        ))
+    });
+    let mut balls = Vec::with_capacity(centers.len());
+    for (key, center) in keys.into_iter().zip(centers) {
+        let Some(key) = key else {
+            errors::null_not_allowed("hamming_batch: keys must not be NULL");
+        };
+        if let Some(center) = center {
+            balls.push((key as i64, center));
+        }
+    }
+    (radius, balls)
 }
 
 /// `hamming_batch(keys, fingerprints, radius)`: ball i is centered on fingerprints[i] and
@@ -108,27 +158,7 @@ fn hamming_batch_of_arrays(fcinfo: pg_sys::FunctionCallInfo) -> HammingBatch {
             pg_getarg_datum_raw(fcinfo, 2).value() as i32,
         )
     };
-    if keys.len() != fps.len() {
-        errors::invalid_parameter(format!(
-            "hamming_batch: keys and fingerprints must have the same length ({} and {})",
-            keys.len(),
-            fps.len()
-        ));
-    }
-    let radius = u32::try_from(radius).unwrap_or_else(|_| {
-        errors::invalid_parameter(format!(
-            "hamming_batch: the radius must not be negative (got {radius})"
-        ))
-    });
-    let mut balls = Vec::with_capacity(fps.len());
-    for (key, fp) in keys.into_iter().zip(fps) {
-        let Some(key) = key else {
-            errors::null_not_allowed("hamming_batch: keys must not be NULL");
-        };
-        if let Some(fp) = fp {
-            balls.push((key as i64, fp));
-        }
-    }
+    let (radius, balls) = keyed_balls(keys, fps, radius);
     BallSet::new(radius, balls)
         .map(HammingBatch)
         .unwrap_or_else(|e| errors::invalid_parameter(format!("hamming_batch: {e}")))
@@ -147,7 +177,7 @@ fn within(fcinfo: pg_sys::FunctionCallInfo, fp_at: usize, batch_at: usize) -> bo
     // SAFETY: the operator functions below are STRICT with these argument positions.
     unsafe {
         let fp = fingerprint(fcinfo, fp_at);
-        with_lookup(fcinfo, batch_at, |l| l.contains(fp))
+        with_lookup(fcinfo, batch_at, |l: &BallLookup| l.contains(fp))
     }
 }
 
@@ -192,7 +222,7 @@ fn keys(fcinfo: pg_sys::FunctionCallInfo) -> Vec<i64> {
     // SAFETY: the functions below are STRICT: (batch, fingerprint).
     unsafe {
         let fp = fingerprint(fcinfo, 1);
-        with_lookup(fcinfo, 0, |l| l.keys_containing(fp))
+        with_lookup(fcinfo, 0, |l: &BallLookup| l.keys_containing(fp))
     }
 }
 
@@ -250,7 +280,7 @@ impl Identity {
     /// header (or the compressed bytes, which are in memory already).
     ///
     /// # Safety
-    /// `datum` must be a non-NULL hamming_batch.
+    /// `datum` must be a non-NULL batch (of any centers).
     unsafe fn of(datum: pg_sys::Datum) -> Option<Identity> {
         use pgrx::varlena::{varatt_is_1b_e, varatt_is_4b_c, varsize_any, vartag_external};
         // SAFETY: per the contract; an on-disk TOAST pointer is followed by an unaligned
@@ -272,16 +302,33 @@ impl Identity {
                     bytes.len(),
                 ));
             }
-            let (radius, balls, checksum) = BallSet::header_of(varlena_bytes(datum))?;
+            let (radius, balls, checksum) = header_of(varlena_bytes(datum))?;
             Some(Identity::Plain(radius, balls, checksum))
         }
     }
 }
 
+/// What answers "which balls contain this value?" for a batch type: made once per call site
+/// and batch by [`with_lookup`].
+pub trait BatchLookup: Sized {
+    /// The lookup of a non-NULL batch datum of its type (ERROR for a corrupt one).
+    ///
+    /// # Safety
+    /// `datum` is a non-NULL batch of the type this lookup answers for.
+    unsafe fn of_datum(datum: pg_sys::Datum) -> Self;
+}
+
+impl BatchLookup for BallLookup {
+    unsafe fn of_datum(datum: pg_sys::Datum) -> BallLookup {
+        // SAFETY: per the contract.
+        BallLookup::new(&unsafe { decode(datum) }, lookup_budget())
+    }
+}
+
 /// A call site's lookup, and the batch it was made from.
-struct CachedLookup {
+struct CachedLookup<L> {
     identity: Identity,
-    lookup: BallLookup,
+    lookup: L,
 }
 
 /// Calls `f` with a lookup over the batch in argument `at`, made once per call site and
@@ -290,11 +337,11 @@ struct CachedLookup {
 /// compressed or out of line from a table.
 ///
 /// # Safety
-/// `fcinfo` is a STRICT call whose argument `at` is a hamming_batch.
-unsafe fn with_lookup<R>(
+/// `fcinfo` is a STRICT call whose argument `at` is a batch of the type `L` answers for.
+pub unsafe fn with_lookup<L: BatchLookup, R>(
     fcinfo: pg_sys::FunctionCallInfo,
     at: usize,
-    f: impl FnOnce(&BallLookup) -> R,
+    f: impl FnOnce(&L) -> R,
 ) -> R {
     // SAFETY: flinfo is the call site's; fn_extra is ours to use and lives as long as
     // fn_mcxt, where the cached lookup is dropped.
@@ -302,14 +349,14 @@ unsafe fn with_lookup<R>(
         let flinfo = (*fcinfo).flinfo;
         let datum = pg_getarg_datum_raw(fcinfo, at);
         let identity = Identity::of(datum);
-        let cached = (*flinfo).fn_extra.cast::<CachedLookup>();
+        let cached = (*flinfo).fn_extra.cast::<CachedLookup<L>>();
         if let (Some(cached), Some(identity)) = (cached.as_ref(), identity) {
             if cached.identity == identity {
                 return f(&cached.lookup);
             }
         }
-        // decode raises the ERROR for a batch too short to have a header
-        let lookup = BallLookup::new(&decode(datum), lookup_budget());
+        // decoding raises the ERROR for a batch too short to have a header
+        let lookup = L::of_datum(datum);
         let Some(identity) = identity else {
             return f(&lookup);
         };
@@ -321,17 +368,17 @@ unsafe fn with_lookup<R>(
                 .leak_and_drop_on_delete(CachedLookup { identity, lookup })
                 .cast();
         }
-        f(&(*(*flinfo).fn_extra.cast::<CachedLookup>()).lookup)
+        f(&(*(*flinfo).fn_extra.cast::<CachedLookup<L>>()).lookup)
     }
 }
 
-/// The radius and number of balls of a batch, for the planner: read from the header of a
-/// constant's bytes without decoding the balls.
+/// The radius and number of balls of a batch (of any centers), for the planner: read from
+/// the header of a constant's bytes without decoding the balls.
 ///
 /// # Safety
-/// `datum` must be a non-NULL hamming_batch.
+/// `datum` must be a non-NULL batch.
 pub unsafe fn header(datum: pg_sys::Datum) -> Option<(u32, u64)> {
     // SAFETY: per the contract.
-    let (radius, balls, _) = BallSet::header_of(unsafe { varlena_bytes(datum) })?;
+    let (radius, balls, _) = header_of(unsafe { varlena_bytes(datum) })?;
     Some((radius, balls as u64))
 }

@@ -15,22 +15,22 @@ use pgrx::pg_sys::{self, Node};
 use pgrx::prelude::*;
 use pgrx::{is_a, Internal};
 
-/// P[Bin(64, 1/2) <= k].
-fn binomial_tail(k: i32) -> f64 {
+/// P[Bin(bits, 1/2) <= k], for codes of 64, 128 or 256 bits.
+fn binomial_tail(bits: i32, k: i32) -> f64 {
     if k < 0 {
         return 0.0;
     }
-    if k >= 64 {
+    if k >= bits {
         return 1.0; // exactly, not the rounded sum
     }
-    let mut term = 1.0_f64; // C(64, i)
+    let mut term = 1.0_f64; // C(bits, i), at most C(256, 128) ≈ 5.8e75
     let mut sum = 0.0;
     for i in 0..=k {
         sum += term;
-        term = term * f64::from(64 - i) / f64::from(i + 1);
+        term = term * f64::from(bits - i) / f64::from(i + 1);
     }
-    // Rounding can push the sum a few ulps past 1 for k near 64.
-    (sum / 2.0_f64.powi(64)).min(1.0)
+    // Rounding can push the sum a few ulps past 1 for k near `bits`.
+    (sum / 2.0_f64.powi(bits)).min(1.0)
 }
 
 /// The radius `k` of a clause as the planner sees it.
@@ -43,15 +43,15 @@ pub enum Radius {
     Unknown,
 }
 
-/// Selectivity of "within `radius` bits" when the fingerprints involved have `ndistinct`
-/// distinct values (the larger side's for a join).
-fn selectivity(radius: Radius, ndistinct: f64) -> f64 {
+/// Selectivity of "within `radius` bits" on codes of `bits` bits when the codes involved
+/// have `ndistinct` distinct values (the larger side's for a join).
+fn selectivity(radius: Radius, ndistinct: f64, bits: i32) -> f64 {
     let equality = 1.0 / ndistinct.max(1.0);
     let estimate = match radius {
         Radius::Null => 0.0,
         Radius::Known(k) if k < 0 => 0.0,
-        Radius::Known(k) if k >= 64 => 1.0,
-        Radius::Known(k) => binomial_tail(k).max(equality),
+        Radius::Known(k) if k >= bits => 1.0,
+        Radius::Known(k) => binomial_tail(bits, k).max(equality),
         Radius::Unknown => equality,
     };
     estimate.clamp(0.0, 1.0)
@@ -103,7 +103,8 @@ unsafe fn ndistinct(root: *mut pg_sys::PlannerInfo, exprs: &[*mut Node], var_rel
 }
 
 /// Selectivity of `hamming_within(a, b, k)`-like clauses: `fingerprints` are the two compared
-/// expressions (either may be a constant).
+/// expressions (either may be a constant; the first is never NULL). Their type's length
+/// says the codes' width: 8 bytes (simhash64, bigint), 16 (hash128) or 32 (hash256).
 pub unsafe fn clause_selectivity(
     root: *mut pg_sys::PlannerInfo,
     fingerprints: &[*mut Node],
@@ -111,7 +112,14 @@ pub unsafe fn clause_selectivity(
     var_relid: i32,
 ) -> f64 {
     // SAFETY: forwarded from the caller, who holds the planner's own expressions.
-    selectivity(radius, unsafe { ndistinct(root, fingerprints, var_relid) })
+    unsafe {
+        let bits = match pg_sys::get_typlen(pg_sys::exprType(fingerprints[0])) {
+            32 => 256,
+            16 => 128,
+            _ => 64,
+        };
+        selectivity(radius, ndistinct(root, fingerprints, var_relid), bits)
+    }
 }
 
 /// `<@` / `@>` clauses: the fingerprint side, and the ball's radius and center as far as the
@@ -291,27 +299,37 @@ mod unit_tests {
     #[test]
     fn binomial_tail_matches_exact_counts() {
         // C(64,0..=3) = 1 + 64 + 2016 + 41664.
-        assert_eq!(binomial_tail(3), 43745.0 / 2.0_f64.powi(64));
-        assert_eq!(binomial_tail(-1), 0.0);
-        assert_eq!(binomial_tail(64), 1.0);
+        assert_eq!(binomial_tail(64, 3), 43745.0 / 2.0_f64.powi(64));
+        assert_eq!(binomial_tail(64, -1), 0.0);
+        assert_eq!(binomial_tail(64, 64), 1.0);
         // Symmetry about 32, and P[X = 32] = C(64, 32) / 2^64 = 0.0993.
-        assert!((binomial_tail(31) + binomial_tail(32) - 1.0).abs() < 1e-12);
-        assert!((binomial_tail(32) - binomial_tail(31) - 0.0993).abs() < 1e-4);
+        assert!((binomial_tail(64, 31) + binomial_tail(64, 32) - 1.0).abs() < 1e-12);
+        assert!((binomial_tail(64, 32) - binomial_tail(64, 31) - 0.0993).abs() < 1e-4);
         // Increasing (strictly until the remaining mass drops below f64's resolution near 1).
-        assert!((1..=64).all(|k| binomial_tail(k) >= binomial_tail(k - 1)));
-        assert!((1..=50).all(|k| binomial_tail(k) > binomial_tail(k - 1)));
+        assert!((1..=64).all(|k| binomial_tail(64, k) >= binomial_tail(64, k - 1)));
+        assert!((1..=50).all(|k| binomial_tail(64, k) > binomial_tail(64, k - 1)));
+        // Wide codes: C(256, 0..=1) = 257; symmetric about 128 (P[X = 128] = 0.0498).
+        assert_eq!(binomial_tail(256, 1), 257.0 / 2.0_f64.powi(256));
+        assert!((binomial_tail(256, 127) + binomial_tail(256, 128) - 1.0).abs() < 1e-12);
+        assert!((binomial_tail(256, 128) - binomial_tail(256, 127) - 0.0498).abs() < 1e-4);
+        assert!((binomial_tail(128, 63) + binomial_tail(128, 64) - 1.0).abs() < 1e-12);
+        assert_eq!(binomial_tail(256, 256), 1.0);
     }
 
     #[test]
     fn selectivity_has_an_equality_floor_and_stays_a_probability() {
-        assert_eq!(selectivity(Radius::Known(3), 10_000.0), 1e-4);
-        assert_eq!(selectivity(Radius::Unknown, 200.0), 0.005);
-        assert!(selectivity(Radius::Known(40), 10_000.0) > 0.9);
-        assert_eq!(selectivity(Radius::Known(64), 10.0), 1.0);
-        assert_eq!(selectivity(Radius::Known(i32::MAX), 10.0), 1.0);
-        assert_eq!(selectivity(Radius::Known(-1), 1.0), 0.0);
-        assert_eq!(selectivity(Radius::Known(i32::MIN), 1.0), 0.0);
-        assert_eq!(selectivity(Radius::Null, 1.0), 0.0);
-        assert_eq!(selectivity(Radius::Known(0), 0.0), 1.0);
+        assert_eq!(selectivity(Radius::Known(3), 10_000.0, 64), 1e-4);
+        assert_eq!(selectivity(Radius::Unknown, 200.0, 64), 0.005);
+        assert!(selectivity(Radius::Known(40), 10_000.0, 64) > 0.9);
+        assert_eq!(selectivity(Radius::Known(64), 10.0, 64), 1.0);
+        assert_eq!(selectivity(Radius::Known(i32::MAX), 10.0, 64), 1.0);
+        assert_eq!(selectivity(Radius::Known(-1), 1.0, 64), 0.0);
+        assert_eq!(selectivity(Radius::Known(i32::MIN), 1.0, 64), 0.0);
+        assert_eq!(selectivity(Radius::Null, 1.0, 64), 0.0);
+        assert_eq!(selectivity(Radius::Known(0), 0.0, 64), 1.0);
+        // PDQ's match radius on 256 bits selects what an equality would, not 40 % of 64 bits'.
+        assert_eq!(selectivity(Radius::Known(31), 10_000.0, 256), 1e-4);
+        assert!(selectivity(Radius::Known(120), 10_000.0, 256) > 0.1);
+        assert_eq!(selectivity(Radius::Known(200), 10.0, 128), 1.0);
     }
 }

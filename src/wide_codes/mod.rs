@@ -7,10 +7,12 @@
 //! `hamming_pairs` (`hamming_query/pairs.rs`), by multi-index hashing.
 
 mod ball;
+pub mod batch;
 mod datum;
 mod functions;
 
 pub use ball::{Hash128Ball, Hash256Ball};
+pub use batch::{Hash128Batch, Hash256Batch};
 pub use datum::{Hash128, Hash256};
 
 pgrx::extension_sql!(
@@ -92,11 +94,49 @@ pgrx::extension_sql_file!(
     ]
 );
 
+pgrx::extension_sql!(
+    "CREATE TYPE hash256_batch; -- shell, completed by sql/wide_batches_type.sql\n\
+     CREATE TYPE hash128_batch; -- shell, completed by sql/wide_batches_type.sql\n",
+    name = "wide_batches_shell",
+    requires = ["wide_codes_type"]
+);
+
+pgrx::extension_sql_file!(
+    "../../sql/wide_batches_type.sql",
+    name = "wide_batches_type",
+    creates = [Type(Hash256Batch), Type(Hash128Batch)],
+    requires = [
+        "wide_batches_shell",
+        batch::hash256_batch_in,
+        batch::hash256_batch_out,
+        batch::hash256_batch_recv,
+        batch::hash256_batch_send,
+        batch::hash128_batch_in,
+        batch::hash128_batch_out,
+        batch::hash128_batch_recv,
+        batch::hash128_batch_send,
+    ]
+);
+
+pgrx::extension_sql_file!(
+    "../../sql/wide_batches.sql",
+    name = "wide_batches_operators",
+    requires = [
+        "wide_batches_type",
+        "hamming_batch_operators",
+        batch::within_batch_hash256,
+        batch::batch_contains_hash256,
+        batch::within_batch_hash128,
+        batch::batch_contains_hash128,
+    ]
+);
+
 pgrx::extension_sql_file!(
     "../../sql/wide_codes_index.sql",
     name = "wide_codes_index",
     requires = [
         "wide_balls_type",
+        "wide_batches_operators",
         "wide_codes_operators",
         "hamming_am_opclasses",
         ball::hamming_ball_hash256,

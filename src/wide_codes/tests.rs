@@ -486,3 +486,130 @@ fn wide_index_lookups_and_nearest_equal_brute_force() {
     .unwrap();
     assert_wide_nearest_exact("many", "(SELECT code FROM many WHERE id = 3)", 7000);
 }
+
+/// `code <@@ hamming_batch(keys, codes, r)` through the index (index and bitmap scans, the
+/// plan asserted) equals a brute force with each row once, and `hamming_batch_keys` names
+/// the balls holding each row: a few centers (each probing the large run) and hundreds (runs
+/// read whole once), pending rows, repeated centers and keys, NULL codes, both widths.
+#[pg_test]
+fn wide_batch_lookups_equal_brute_force() {
+    wide_fixture("w", 150);
+    Spi::run(
+        "INSERT INTO w (code) SELECT pg_temp.rbits(g + 8000000)::hash256 FROM generate_series(1, 20000) g;
+         INSERT INTO w (code) VALUES (NULL);
+         CREATE TABLE w128 AS SELECT id, code::bit(256)::bit(128)::hash128 AS code FROM w;
+         CREATE INDEX ON w USING hamming (code) WITH (pending_limit = 3000);
+         CREATE INDEX ON w128 USING hamming (code) WITH (pending_limit = 3000);
+         INSERT INTO w (code) SELECT code FROM w WHERE id % 7 = 0 AND id < 4000;
+         INSERT INTO w128 SELECT id + 100000, code FROM w128 WHERE id % 7 = 0 AND id < 4000",
+    )
+    .unwrap();
+    for table in ["w", "w128"] {
+        let m = crate::am::meta_of(&format!("{table}_code_idx"));
+        assert!(m.runs.len() > 1 || m.pending.pages > 0, "{m:?}");
+        // (centers, radius): ids `id % modulus = 1` below `below`, keyed by id % 50
+        for (modulus, below, radius) in [(400, 1200, 0), (400, 1200, 8), (997, 20000, 20), (70, 21000, 31)] {
+            let centers = format!("FROM {table} WHERE id % {modulus} = 1 AND id < {below}");
+            let batch = format!("(SELECT hamming_batch(array_agg(id % 50), array_agg(code), {radius}) {centers})");
+            let brute = wide_ids(
+                table,
+                &format!(
+                    "EXISTS (SELECT 1 FROM {table} c WHERE c.id % {modulus} = 1 AND c.id < {below}
+                                 AND hamming(c.code, {table}.code) + 0 <= {radius})"
+                ),
+                SEQ_SCAN,
+            );
+            assert!(!brute.is_empty(), "{table} {radius}");
+            for set in [INDEX_SCAN, BITMAP_SCAN] {
+                let within = format!("code <@@ {batch}");
+                Spi::run(set).unwrap();
+                let plan = plan_of(&format!("SELECT id FROM {table} WHERE {within}"));
+                assert!(plan.contains("Index Cond"), "{plan}");
+                assert_eq!(wide_ids(table, &within, set), brute, "{table} {modulus} {radius}");
+            }
+            // as a filter of a sequential scan (the operator's function)
+            let filtered = wide_ids(table, &format!("{batch} @@> code"), SEQ_SCAN);
+            assert_eq!(filtered, brute, "{table} {radius} filter");
+            let keys = |sql: &str| {
+                Spi::run(INDEX_SCAN).unwrap();
+                let keys = text(sql);
+                Spi::run("RESET enable_seqscan; RESET enable_indexscan; RESET enable_bitmapscan").unwrap();
+                keys
+            };
+            let by_index = keys(&format!(
+                "SELECT coalesce(string_agg(id || ':' || k, ',' ORDER BY id, k), '')
+                 FROM {table}, unnest(hamming_batch_keys({batch}, code)) k WHERE code <@@ {batch}"
+            ));
+            let brute_keys = text(&format!(
+                "SELECT coalesce(string_agg(id || ':' || k, ',' ORDER BY id, k), '')
+                 FROM (SELECT DISTINCT o.id, c.id % 50 AS k FROM {table} o JOIN {table} c
+                       ON c.id % {modulus} = 1 AND c.id < {below} AND hamming(c.code, o.code) + 0 <= {radius}) p"
+            ));
+            assert_eq!(by_index, brute_keys, "{table} {radius} keys");
+        }
+    }
+    // Forms and bad input.
+    let code = "0123456789abcdef".repeat(4);
+    assert_eq!(
+        text(&format!("SELECT hamming_batch(ARRAY[7, -1], ARRAY['{code}'::hash256, NULL], 31)::text")),
+        format!("r31:7={code}")
+    );
+    assert_eq!(
+        text(&format!("SELECT 'r3:7={code}'::hash256_batch::text")),
+        format!("r3:7={code}")
+    );
+    // the binary form: a 16-byte header, then per ball the key and the code's 32 bytes
+    let sent = format!(
+        "SELECT encode(hash256_batch_send(hamming_batch(ARRAY[1], ARRAY['{code}'::hash256], 2)), 'hex')"
+    );
+    let sent = text(&sent);
+    assert_eq!(sent.len(), 2 * (16 + 40), "{sent}");
+    assert_eq!(&sent[..16], "0100020001000000");
+    assert_eq!(&sent[32..], format!("0100000000000000{code}"));
+    for (bad, state) in [
+        (format!("SELECT hamming_batch(ARRAY[NULL::bigint], ARRAY['{code}'::hash256], 3)"), "22004"),
+        (format!("SELECT hamming_batch(ARRAY[1, 2], ARRAY['{code}'::hash256], 3)"), "22023"),
+        (format!("SELECT hamming_batch(ARRAY[1], ARRAY['{code}'::hash256], -1)"), "22023"),
+        (format!("SELECT hamming_batch(ARRAY[1], ARRAY['{code}'::hash256], 257)"), "22023"),
+        ("SELECT 'r3:1=0123456789abcdef'::hash256_batch".to_string(), "22P02"),
+        (format!("SELECT 'r3:1={code}'::hash128_batch"), "22P02"),
+    ] {
+        assert_eq!(sqlstate(&bad).as_deref(), Some(state), "{bad}");
+    }
+}
+
+/// A wide index grown by inserts cuts its runs for the whole index's rows, so the runs of
+/// its pending lists share the large run's cut and merge into it table by table, reusing
+/// the pages they free: it stays near a fresh build's size. (Cut for their own rows, runs
+/// of 2,000 rows had 19 or more substrings against the large run's 16, every merge into
+/// the large run rewrote it whole, and the index stayed about twice a fresh one.)
+#[pg_test]
+fn a_grown_wide_index_merges_table_by_table_near_a_fresh_size() {
+    Spi::run(
+        "CREATE TABLE g (id bigserial, code hash256);
+         CREATE INDEX g_code ON g USING hamming (code) WITH (pending_limit = 2000)",
+    )
+    .unwrap();
+    for step in 0..25 {
+        Spi::run(&format!(
+            "INSERT INTO g (code)
+             SELECT ('x' || md5(g::text) || md5((g + 99999999)::text))::bit(256)::hash256
+             FROM generate_series({}, {}) g",
+            step * 2000 + 1,
+            step * 2000 + 2000
+        ))
+        .unwrap();
+    }
+    let m = crate::am::meta_of("g_code");
+    assert!(m.runs.len() > 1, "{m:?}");
+    assert!(m.runs.iter().all(|r| r.blocks == 16), "{m:?}");
+    assert_eq!(index_check("g_code"), 50_000);
+    Spi::run("CREATE TABLE f AS SELECT * FROM g; CREATE INDEX f_code ON f USING hamming (code)").unwrap();
+    let ratio = Spi::get_one::<f64>(
+        "SELECT pg_relation_size('g_code')::float8 / pg_relation_size('f_code')",
+    )
+    .unwrap()
+    .unwrap();
+    assert!(ratio < 1.4, "the grown index is {ratio} times a fresh one");
+    assert_wide_lookups_exact("g", "hash256", &[(7, 31), (40_000, 20)]);
+}

@@ -19,21 +19,31 @@
 //! again over half its band. Once probing would read a run whole, a pass reads every row
 //! instead and keeps the nearest few thousand (`Nearest::next_batch`).
 //!
+//! `code <@@ batch` (no ball in the query): each center of the batch is looked up in turn,
+//! a row reported only from the first center whose ball holds it (the batch's own lookup
+//! says which), so each row once. A run whose probes for all the centers would read more
+//! leaves than its table 0 holds is read whole once, before the centers, with the pending
+//! rows.
+//!
 //! An unordered scan returns its rows a leaf page at a time, as the 64-bit scans do.
 
 use super::cache::{DirectoryPage, MetaPin};
 use super::ordered::{pass_rows_cap, FIRST_PASS_ROWS};
-use super::STRATEGY_WITHIN;
+use super::{STRATEGY_WITHIN, STRATEGY_WITHIN_BATCH};
 use crate::am::page::Kind;
 use crate::am::{meta, run};
+use crate::wide_codes::batch::{lookup_of, WideBatchLookup};
 use neardup_core::search::code_tables::{SubstringTables, Tables};
-use neardup_core::search::index_page::{entries, lower_bound, Entry, Meta, Rest, Tid, NO_BLOCK};
+use neardup_core::search::index_page::{
+    entries, lower_bound, Entry, Meta, Rest, Run, Tid, NO_BLOCK,
+};
 use neardup_core::search::multi_index::Substrings;
 use neardup_core::search::nearest::pass_target;
 use neardup_core::search::table_parts::Parts;
 use neardup_core::signatures::wide_code::WideCode;
 use pgrx::pg_sys;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 /// A code padded to 256 bits (a 128-bit code in its first two words, the others zero):
 /// what `Substrings` cuts, with the same distances.
@@ -50,6 +60,8 @@ fn padded<P: Rest>(key: u64, rest: &P) -> Padded {
 #[derive(Default, Clone)]
 pub struct WideQuery {
     balls: Vec<(Padded, u32)>,
+    /// Rows must be within the radius of some center of each batch.
+    batches: Vec<Rc<WideBatchLookup>>,
     /// The ORDER BY queries; `None` for a NULL argument (every distance NULL).
     pub order_by: Vec<Option<Padded>>,
     /// A NULL argument or a negative radius: a strict operator matches nothing.
@@ -102,6 +114,10 @@ impl WideQuery {
                     Ok(radius) => query.balls.push((center, radius)),
                     Err(_) => query.nothing = true,
                 }
+            } else if key.sk_strategy == STRATEGY_WITHIN_BATCH {
+                // SAFETY: a batch of this width (the operator class's strategy 3).
+                let batch = unsafe { lookup_of(key.sk_argument, words) };
+                query.batches.push(Rc::new(batch));
             }
         }
         query.order_by = orderbys
@@ -117,6 +133,10 @@ impl WideQuery {
 
     fn accepts(&self, code: &Padded) -> bool {
         self.balls.iter().all(|(c, r)| c.hamming(code) <= *r)
+            && self
+                .batches
+                .iter()
+                .all(|b| b.first_containing(code).is_some())
     }
 }
 
@@ -190,6 +210,8 @@ enum RunPlan {
     },
     /// Table 0 whole.
     Whole,
+    /// Not read by this lookup (a batch's other lookup reads it).
+    Skip,
 }
 
 /// Where a lookup stands.
@@ -218,7 +240,20 @@ pub struct Lookup {
     center: Option<Padded>,
     radius: u32,
     plans: Vec<RunPlan>,
+    /// Whether it reads the NULL rows (a lookup of every row) and the pending rows.
+    nulls: bool,
+    pending: bool,
+    /// For a lookup of a batch's center `i`: report only rows whose first center is `i`.
+    witness: Option<(Rc<WideBatchLookup>, usize)>,
     step: Step,
+}
+
+/// Leaves of a run's table 0: what reading the run whole costs.
+fn table_leaves(run: &Run, parts: &Parts) -> u64 {
+    run.trees[parts.trees_of(0)]
+        .iter()
+        .map(|t| t.leaves as u64)
+        .sum()
 }
 
 impl Lookup {
@@ -239,10 +274,7 @@ impl Lookup {
                 };
                 let mut values = vec![Vec::new(); cut.count() as usize];
                 let mut probes = 0u64;
-                let leaves: u64 = run.trees[parts.trees_of(0)]
-                    .iter()
-                    .map(|t| t.leaves as u64)
-                    .sum();
+                let leaves = table_leaves(run, parts);
                 let mut whole = false;
                 cut.for_each_probe(&center, |k, value| {
                     probes += 1;
@@ -262,6 +294,9 @@ impl Lookup {
             center,
             radius,
             plans,
+            nulls: center.is_none(),
+            pending: true,
+            witness: None,
             step: Step::Table {
                 run: 0,
                 table: 0,
@@ -269,6 +304,10 @@ impl Lookup {
                 leaf: None,
             },
         }
+    }
+
+    fn done(&self) -> bool {
+        self.step == Step::Done
     }
 
     /// Adds the next rows to `out` until it holds at least `want` or every row is found;
@@ -287,7 +326,12 @@ impl Lookup {
     }
 
     fn accepts(&self, query: &WideQuery, code: &Padded) -> bool {
-        self.center.is_none_or(|c| c.hamming(code) <= self.radius) && query.accepts(code)
+        self.center.is_none_or(|c| c.hamming(code) <= self.radius)
+            && query.accepts(code)
+            && self
+                .witness
+                .as_ref()
+                .is_none_or(|(batch, i)| batch.first_containing(code) == Some(*i))
     }
 
     /// Reads one page (or the pending rows) from `self.step`; returns the next step.
@@ -301,7 +345,7 @@ impl Lookup {
         let runs = cache.meta.runs.len();
         match self.step {
             Step::Table { run, .. } if run >= runs => {
-                if self.center.is_none() {
+                if self.nulls {
                     Step::Nulls {
                         run: 0,
                         block: None,
@@ -325,6 +369,7 @@ impl Lookup {
                 let r = &cache.meta.runs[run];
                 let (layout, parts) = (&cache.layouts[run], cache.parts[run]);
                 match &self.plans[run] {
+                    RunPlan::Skip => next_run,
                     RunPlan::Whole => {
                         // Table 0's trees one after the other (`table` counts them), each
                         // from its first leaf.
@@ -452,8 +497,9 @@ impl Lookup {
                     block: Some(next),
                 }
             }
+            Step::Pending if !self.pending => Step::Done,
             Step::Pending => {
-                let all = self.center.is_none();
+                let all = self.nulls;
                 for row in cache.pending(index) {
                     let keep = match &row.code {
                         Some(code) => self.accepts(query, code),
@@ -478,7 +524,7 @@ fn padded_code<P: Rest>(layout: &SubstringTables<P>, t: usize, e: &Entry<P>) -> 
 
 /// An unordered scan, or a nearest-first one.
 pub enum WideProducer {
-    Unordered(Lookup),
+    Unordered(Unordered),
     Ordered(Nearest),
 }
 
@@ -692,17 +738,123 @@ pub fn distance(found: &Found, q: Option<Padded>) -> Option<u32> {
     Some(found.code?.hamming(&q?))
 }
 
-/// A lookup of the smallest ball of `query`, or of every row when it has none.
-pub fn lookup<P: Rest>(query: &WideQuery, cache: &WideCache<P>) -> Lookup {
+/// The rows of `code <@@ batch` when no ball drives the scan: the runs that the centers'
+/// probes would read more of than the whole are read once (with the pending rows), then
+/// each center is looked up in the other runs, reporting a row only from its first center.
+pub struct BatchLookup {
+    batch: Rc<WideBatchLookup>,
+    /// Per run, whether it is read whole.
+    whole: Vec<bool>,
+    next_center: usize,
+    current: Lookup,
+}
+
+impl BatchLookup {
+    fn new<P: Rest>(cache: &WideCache<P>, batch: Rc<WideBatchLookup>) -> BatchLookup {
+        let bits = SubstringTables::<P>::BITS;
+        let centers = batch.len() as f64;
+        let whole: Vec<bool> = cache
+            .meta
+            .runs
+            .iter()
+            .zip(&cache.layouts)
+            .zip(&cache.parts)
+            .map(|((run, layout), parts)| {
+                match Substrings::new(bits, layout.substrings().count(), batch.radius()) {
+                    Ok(cut) => cut.probe_count() * centers > table_leaves(run, parts) as f64,
+                    Err(_) => true, // a radius of every code
+                }
+            })
+            .collect();
+        let mut current = Lookup::new(cache, None, bits);
+        for (plan, &whole) in current.plans.iter_mut().zip(&whole) {
+            if !whole {
+                *plan = RunPlan::Skip;
+            }
+        }
+        current.nulls = false;
+        // when every run is read whole, the centers have nothing left to probe
+        let next_center = if whole.iter().all(|&w| w) {
+            batch.len()
+        } else {
+            0
+        };
+        BatchLookup {
+            batch,
+            whole,
+            next_center,
+            current,
+        }
+    }
+
+    fn fill<P: Rest>(
+        &mut self,
+        index: pg_sys::Relation,
+        query: &WideQuery,
+        cache: &mut WideCache<P>,
+        out: &mut Vec<Found>,
+        want: usize,
+    ) {
+        loop {
+            self.current.fill(index, query, cache, out, want);
+            if !self.current.done() || self.next_center == self.batch.len() {
+                return;
+            }
+            pgrx::check_for_interrupts!();
+            let i = self.next_center;
+            self.next_center += 1;
+            let mut lookup = Lookup::new(cache, Some(self.batch.center(i)), self.batch.radius());
+            for (plan, &whole) in lookup.plans.iter_mut().zip(&self.whole) {
+                if whole {
+                    *plan = RunPlan::Skip;
+                }
+            }
+            lookup.pending = false;
+            lookup.witness = Some((Rc::clone(&self.batch), i));
+            self.current = lookup;
+        }
+    }
+}
+
+/// The rows of an unordered scan: one lookup, or a batch's.
+pub enum Unordered {
+    One(Lookup),
+    Batch(BatchLookup),
+}
+
+impl Unordered {
+    /// Adds the next rows to `out` until it holds at least `want` or every row is found.
+    pub fn fill<P: Rest>(
+        &mut self,
+        index: pg_sys::Relation,
+        query: &WideQuery,
+        cache: &mut WideCache<P>,
+        out: &mut Vec<Found>,
+        want: usize,
+    ) {
+        match self {
+            Unordered::One(lookup) => lookup.fill(index, query, cache, out, want),
+            Unordered::Batch(batch) => batch.fill(index, query, cache, out, want),
+        }
+    }
+}
+
+/// A lookup of the smallest ball of `query`, else of its batch of fewest centers, else of
+/// every row.
+pub fn lookup<P: Rest>(query: &WideQuery, cache: &WideCache<P>) -> Unordered {
     let ball = query.balls.iter().min_by_key(|b| b.1);
-    let mut lookup = match ball {
-        Some(&(center, radius)) => Lookup::new(cache, Some(center), radius),
-        None => Lookup::new(cache, None, SubstringTables::<P>::BITS),
+    let batch = query.batches.iter().min_by_key(|b| b.len());
+    let mut lookup = match (ball, batch) {
+        (Some(&(center, radius)), _) => Lookup::new(cache, Some(center), radius),
+        (None, Some(batch)) if !query.nothing => {
+            return Unordered::Batch(BatchLookup::new(cache, Rc::clone(batch)));
+        }
+        _ => Lookup::new(cache, None, SubstringTables::<P>::BITS),
     };
     if query.nothing {
         lookup.step = Step::Done;
     }
-    lookup
+    Unordered::One(lookup)
 }
 
 /// A scan of a wide index, whatever its width: what the access method's callbacks call.
