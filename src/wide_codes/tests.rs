@@ -579,12 +579,13 @@ fn wide_batch_lookups_equal_brute_force() {
 }
 
 /// A wide index grown by inserts cuts its runs for the whole index's rows, so the runs of
-/// its pending lists share the large run's cut and merge into it table by table, reusing
-/// the pages they free: it stays near a fresh build's size. (Cut for their own rows, runs
-/// of 2,000 rows had 19 or more substrings against the large run's 16, every merge into
-/// the large run rewrote it whole, and the index stayed about twice a fresh one.)
+/// its pending lists share the large run's cut and can merge into it table by table. (Cut
+/// for their own rows, runs of 2,000 rows had 19 or more substrings against the large
+/// run's 16, every merge into the large run rewrote it whole, and the index stayed about
+/// twice a fresh one: `CODE=hash256 bench/ingest_batched.sh` measures the size, which a
+/// test cannot, as it runs in one transaction and freed pages are reused only after it.)
 #[pg_test]
-fn a_grown_wide_index_merges_table_by_table_near_a_fresh_size() {
+fn a_grown_wide_index_cuts_its_runs_alike() {
     Spi::run(
         "CREATE TABLE g (id bigserial, code hash256);
          CREATE INDEX g_code ON g USING hamming (code) WITH (pending_limit = 2000)",
@@ -604,12 +605,5 @@ fn a_grown_wide_index_merges_table_by_table_near_a_fresh_size() {
     assert!(m.runs.len() > 1, "{m:?}");
     assert!(m.runs.iter().all(|r| r.blocks == 16), "{m:?}");
     assert_eq!(index_check("g_code"), 50_000);
-    Spi::run("CREATE TABLE f AS SELECT * FROM g; CREATE INDEX f_code ON f USING hamming (code)").unwrap();
-    let ratio = Spi::get_one::<f64>(
-        "SELECT pg_relation_size('g_code')::float8 / pg_relation_size('f_code')",
-    )
-    .unwrap()
-    .unwrap();
-    assert!(ratio < 1.4, "the grown index is {ratio} times a fresh one");
     assert_wide_lookups_exact("g", "hash256", &[(7, 31), (40_000, 20)]);
 }
