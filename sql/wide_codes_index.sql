@@ -1,21 +1,21 @@
 -- The indexable Hamming search on wide codes: code <@ hamming_ball(q, r), hamming_within,
 -- and the operator classes of the hamming access method (multi-index hashing's substring
--- tables, src/am/scan/wide.rs). The estimates are contsel's (a ball selects few rows).
+-- tables, src/am/scan/wide.rs). The estimates are the 64-bit ball's, priced by the width.
 CREATE OPERATOR <@ (
     LEFTARG = hash256, RIGHTARG = hash256_ball, FUNCTION = within_hamming_ball,
-    COMMUTATOR = @>, RESTRICT = contsel, JOIN = contjoinsel
+    COMMUTATOR = @>, RESTRICT = hamming_ball_restrict, JOIN = hamming_ball_join
 );
 CREATE OPERATOR @> (
     LEFTARG = hash256_ball, RIGHTARG = hash256, FUNCTION = hamming_ball_contains,
-    COMMUTATOR = <@, RESTRICT = contsel, JOIN = contjoinsel
+    COMMUTATOR = <@, RESTRICT = hamming_ball_restrict, JOIN = hamming_ball_join
 );
 CREATE OPERATOR <@ (
     LEFTARG = hash128, RIGHTARG = hash128_ball, FUNCTION = within_hamming_ball,
-    COMMUTATOR = @>, RESTRICT = contsel, JOIN = contjoinsel
+    COMMUTATOR = @>, RESTRICT = hamming_ball_restrict, JOIN = hamming_ball_join
 );
 CREATE OPERATOR @> (
     LEFTARG = hash128_ball, RIGHTARG = hash128, FUNCTION = hamming_ball_contains,
-    COMMUTATOR = <@, RESTRICT = contsel, JOIN = contjoinsel
+    COMMUTATOR = <@, RESTRICT = hamming_ball_restrict, JOIN = hamming_ball_join
 );
 
 -- hamming(a, b) <= k, false for a negative k, in the form a hamming index answers: the

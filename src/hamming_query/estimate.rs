@@ -138,7 +138,7 @@ unsafe fn ball_clause_selectivity(
         let [left, right] = args[..] else {
             return pg_sys::DEFAULT_EQ_SEL;
         };
-        let (value, ball) = if pg_sys::exprType(left) == catalog.ball_type {
+        let (value, ball) = if ball_words(pg_sys::exprType(left), &catalog).is_some() {
             (right, left)
         } else {
             (left, right)
@@ -148,6 +148,20 @@ unsafe fn ball_clause_selectivity(
     }
 }
 
+/// The words of the center of a ball type: 1 for `hamming_ball`, 2 and 4 for the wide
+/// balls (the types their constructors return); `None` for any other type.
+unsafe fn ball_words(ty: pg_sys::Oid, catalog: &Catalog) -> Option<usize> {
+    if ty == catalog.ball_type {
+        return Some(1);
+    }
+    // SAFETY: a syscache lookup of this extension's own constructors.
+    let returned = |kind| unsafe { pg_sys::get_func_rettype(catalog.objects(kind).ball) };
+    [(catalog::Kind::Hash128, 2), (catalog::Kind::Hash256, 4)]
+        .into_iter()
+        .find(|&(kind, _)| returned(kind) == ty)
+        .map(|(_, words)| words)
+}
+
 /// Radius and center of a ball expression; the center is a NULL pointer when not visible
 /// (then it does not count for the number of distinct values).
 unsafe fn ball_parts(
@@ -155,8 +169,9 @@ unsafe fn ball_parts(
     ball: *mut Node,
     catalog: &Catalog,
 ) -> (Radius, *mut Node) {
-    // SAFETY: `ball` is a hamming_ball expression; a non-NULL hamming_ball Const points at
-    // a HammingBall, and the constructor calls take (center, radius).
+    // SAFETY: `ball` is a ball expression; a non-NULL ball Const points at its center's
+    // words, then the radius (HammingBall, and the wide balls' layout), and the constructor
+    // calls take (center, radius).
     unsafe {
         let ball = pg_sys::estimate_expression_value(root, ball);
         if is_a(ball, pg_sys::NodeTag::T_Const) {
@@ -164,11 +179,16 @@ unsafe fn ball_parts(
             if c.constisnull {
                 return (Radius::Null, std::ptr::null_mut());
             }
-            let value = c
+            let Some(words) = ball_words(c.consttype, catalog) else {
+                return (Radius::Unknown, std::ptr::null_mut());
+            };
+            let radius = c
                 .constvalue
-                .cast_mut_ptr::<super::HammingBall>()
+                .cast_mut_ptr::<u8>()
+                .add(8 * words)
+                .cast::<i32>()
                 .read_unaligned();
-            return (Radius::Known(value.radius), std::ptr::null_mut());
+            return (Radius::Known(radius), std::ptr::null_mut());
         }
         if is_a(ball, pg_sys::NodeTag::T_FuncExpr) {
             let call = &*ball.cast::<pg_sys::FuncExpr>();

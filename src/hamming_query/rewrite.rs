@@ -406,7 +406,7 @@ unsafe fn kept_and_within(node: *mut Node, catalog: &Catalog, context: *mut c_vo
             k = minus_one(k);
         }
         // A wide code's hamming_within is SQL, inlined into the ball: no support function
-        // reads the mark, and its estimate is the ball's (contsel).
+        // reads the mark, and its estimate is the ball's.
         let mark = if bound.kind.is_wide() {
             pg_sys::InvalidOid
         } else {

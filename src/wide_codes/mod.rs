@@ -137,6 +137,7 @@ pgrx::extension_sql_file!(
     requires = [
         "wide_balls_type",
         "wide_batches_operators",
+        "hamming_query_operators",
         "wide_codes_operators",
         "hamming_am_opclasses",
         ball::hamming_ball_hash256,

@@ -607,3 +607,41 @@ fn a_grown_wide_index_cuts_its_runs_alike() {
     assert_eq!(index_check("g_code"), 50_000);
     assert_wide_lookups_exact("g", "hash256", &[(7, 31), (40_000, 20)]);
 }
+
+/// The planner estimates a wide ball's rows from the column's statistics, as it does a
+/// 64-bit ball's: about one row per distinct code at PDQ's radius (P[Bin(256, 1/2) <= 31]
+/// is about 1e-36, below an equality's share; `contsel` said 0.1 % of the table), most rows
+/// near half the width; a constant batch of three codes about three rows.
+#[pg_test]
+fn wide_ball_estimates_follow_the_column_statistics() {
+    Spi::run(
+        "CREATE TABLE e AS SELECT g AS id,
+             ('x' || md5(g::text) || md5((g + 5555555)::text))::bit(256)::hash256 AS code
+         FROM generate_series(1, 20000) g;
+         CREATE TABLE e128 AS SELECT id, code::bit(256)::bit(128)::hash128 AS code FROM e;
+         CREATE INDEX ON e USING hamming (code); -- (the planner hook rewrites the natural form)
+         ANALYZE e; ANALYZE e128",
+    )
+    .unwrap();
+    let codes: Vec<String> = (1..=3)
+        .map(|id| text(&format!("SELECT code::text FROM e WHERE id = {id}")))
+        .collect();
+    let code = &codes[0];
+    let rows = |table: &str, cond: &str| hq_rows(&format!("SELECT id FROM {table} WHERE {cond}"));
+    for cond in [
+        format!("code <@ hamming_ball('{code}'::hash256, 31)"),
+        format!("hamming_ball('{code}'::hash256, 31) @> code"),
+        format!("hamming_within(code, '{code}', 31)"),
+        format!("hamming(code, '{code}') <= 31"),
+    ] {
+        let estimate = rows("e", &cond);
+        assert!(estimate <= 2.0, "{cond}: {estimate}");
+    }
+    let half = rows("e", &format!("code <@ hamming_ball('{code}'::hash256, 140)"));
+    assert!(half > 15_000.0, "{half}");
+    let narrow = rows("e128", &format!("code <@ hamming_ball('{}'::hash128, 15)", &code[..32]));
+    assert!(narrow <= 2.0, "{narrow}");
+    let batch = format!("'r31:1={},2={},3={}'::hash256_batch", codes[0], codes[1], codes[2]);
+    let estimate = rows("e", &format!("code <@@ {batch}"));
+    assert!((2.0..=4.0).contains(&estimate), "{estimate}");
+}
