@@ -645,3 +645,26 @@ fn wide_ball_estimates_follow_the_column_statistics() {
     let estimate = rows("e", &format!("code <@@ {batch}"));
     assert!((2.0..=4.0).contains(&estimate), "{estimate}");
 }
+
+/// Cluster tracking compares 64-bit fingerprints: on a wide column (or a domain over one)
+/// it is refused when it would be installed (0A000), leaving nothing behind, not at the
+/// first INSERT into the table.
+#[pg_test]
+fn cluster_tracking_refuses_wide_codes_up_front() {
+    Spi::run(
+        "CREATE DOMAIN pdq AS hash256;
+         CREATE TABLE photos (id bigint PRIMARY KEY, code hash256, code128 hash128, d pdq)",
+    )
+    .unwrap();
+    for column in ["code", "code128", "d"] {
+        let call = format!("SELECT neardup_cluster_tracking('photos', 'photo_groups', 'id', '{column}', 31)");
+        assert_eq!(sqlstate(&call).as_deref(), Some("0A000"), "{column}");
+    }
+    let left = Spi::get_one::<i64>(
+        "SELECT (SELECT count(*) FROM pg_class WHERE relname = 'photo_groups')
+              + (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'photos'::regclass)",
+    )
+    .unwrap();
+    assert_eq!(left, Some(0));
+    Spi::run("INSERT INTO photos VALUES (1, NULL, NULL, NULL)").unwrap();
+}
