@@ -101,7 +101,7 @@ pub unsafe fn array_elements(
 ///
 /// # Safety
 /// `datum` must be a non-NULL array of bigint or simhash64.
-unsafe fn words(datum: pg_sys::Datum, what: &str) -> Vec<Option<u64>> {
+pub unsafe fn words(datum: pg_sys::Datum, what: &str) -> Vec<Option<u64>> {
     // SAFETY: per the contract.
     let elements = unsafe { array_elements(datum, what, 8, true) };
     elements

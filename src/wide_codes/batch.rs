@@ -9,7 +9,7 @@
 //! same, as `hamming_query::batch` does.
 
 use super::{Hash128, Hash256};
-use crate::hamming_query::batch::{array_elements, keyed_balls, with_lookup, BatchLookup};
+use crate::hamming_query::batch::{array_elements, keyed_balls, with_lookup, words, BatchLookup};
 use crate::support::errors;
 use crate::support::stored_type::{rest_of_message, stored_type, StoredBytes};
 use neardup_core::search::ball_set::{BallSet, WideBallLookup};
@@ -112,11 +112,7 @@ macro_rules! wide_batch {
                         })
                     })
                     .collect();
-                let keys = array_elements(pg_getarg_datum_raw(fcinfo, 0), "keys", 8, true);
-                let keys = keys
-                    .into_iter()
-                    .map(|d| d.map(|d| d.value() as u64))
-                    .collect();
+                let keys = words(pg_getarg_datum_raw(fcinfo, 0), "keys");
                 (keys, codes, pg_getarg_datum_raw(fcinfo, 2).value() as i32)
             };
             let (radius, balls) = keyed_balls(keys, codes, radius);
@@ -196,8 +192,8 @@ wide_batch!(
     IMMUTABLE STRICT PARALLEL SAFE COST 40 LANGUAGE c AS 'MODULE_PATHNAME', '@FUNCTION_NAME@';"
 );
 
-/// The decoded centers of a non-NULL wide batch datum of `words`-word codes (2 or 4), as
-/// the index scan reads a strategy-3 key: every center padded to 4 words.
+/// The lookup of a non-NULL wide batch datum of `words`-word codes (2 or 4), as the index
+/// scan reads a strategy-3 key.
 ///
 /// # Safety
 /// `datum` must be a non-NULL batch of that width.

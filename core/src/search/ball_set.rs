@@ -47,7 +47,6 @@ pub trait Center: Copy + Eq + fmt::Debug {
     fn push_hex(&self, text: &mut String);
     /// The center of exactly `BITS / 4` hex digits, else `None`.
     fn parse_hex(digits: &[u8]) -> Option<Self>;
-    fn distance(&self, other: &Self) -> u32;
 }
 
 impl Center for u64 {
@@ -68,10 +67,6 @@ impl Center for u64 {
 
     fn parse_hex(digits: &[u8]) -> Option<u64> {
         (digits.len() == 16).then(|| hex_word(digits)).flatten()
-    }
-
-    fn distance(&self, other: &u64) -> u32 {
-        hamming(*self, *other)
     }
 }
 
@@ -94,10 +89,6 @@ impl<const W: usize> Center for WideCode<W> {
     fn parse_hex(digits: &[u8]) -> Option<WideCode<W>> {
         let plain = digits.len() == 16 * W && digits.iter().all(u8::is_ascii_hexdigit);
         plain.then(|| WideCode::parse_hex(digits).ok()).flatten()
-    }
-
-    fn distance(&self, other: &WideCode<W>) -> u32 {
-        self.hamming(other)
     }
 }
 

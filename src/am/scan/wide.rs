@@ -256,53 +256,70 @@ fn table_leaves(run: &Run, parts: &Parts) -> u64 {
         .sum()
 }
 
+/// Where every lookup starts: run 0, table 0, before its descent.
+const START: Step = Step::Table {
+    run: 0,
+    table: 0,
+    value: 0,
+    leaf: None,
+};
+
+/// How a lookup within `radius` of `center` reads each run (whole when `center` is `None`);
+/// the runs `read` refuses are skipped, not planned.
+fn plans<P: Rest>(
+    cache: &WideCache<P>,
+    center: Option<Padded>,
+    radius: u32,
+    read: impl Fn(usize) -> bool,
+) -> Vec<RunPlan> {
+    let bits = SubstringTables::<P>::BITS;
+    cache
+        .meta
+        .runs
+        .iter()
+        .zip(&cache.layouts)
+        .zip(&cache.parts)
+        .enumerate()
+        .map(|(i, ((run, layout), parts))| {
+            if !read(i) {
+                return RunPlan::Skip;
+            }
+            let Some(center) = center else {
+                return RunPlan::Whole;
+            };
+            let Ok(cut) = Substrings::new(bits, layout.substrings().count(), radius) else {
+                return RunPlan::Whole; // a radius of every code
+            };
+            let mut values = vec![Vec::new(); cut.count() as usize];
+            let mut probes = 0u64;
+            let leaves = table_leaves(run, parts);
+            let mut whole = false;
+            cut.for_each_probe(&center, |k, value| {
+                probes += 1;
+                whole |= probes > leaves;
+                if !whole {
+                    values[k as usize].push(value);
+                }
+            });
+            if whole {
+                RunPlan::Whole
+            } else {
+                RunPlan::Probes { cut, values }
+            }
+        })
+        .collect()
+}
+
 impl Lookup {
     pub fn new<P: Rest>(cache: &WideCache<P>, center: Option<Padded>, radius: u32) -> Lookup {
-        let bits = SubstringTables::<P>::BITS;
-        let plans = cache
-            .meta
-            .runs
-            .iter()
-            .zip(&cache.layouts)
-            .zip(&cache.parts)
-            .map(|((run, layout), parts)| {
-                let Some(center) = center else {
-                    return RunPlan::Whole;
-                };
-                let Ok(cut) = Substrings::new(bits, layout.substrings().count(), radius) else {
-                    return RunPlan::Whole; // a radius of every code
-                };
-                let mut values = vec![Vec::new(); cut.count() as usize];
-                let mut probes = 0u64;
-                let leaves = table_leaves(run, parts);
-                let mut whole = false;
-                cut.for_each_probe(&center, |k, value| {
-                    probes += 1;
-                    whole |= probes > leaves;
-                    if !whole {
-                        values[k as usize].push(value);
-                    }
-                });
-                if whole {
-                    RunPlan::Whole
-                } else {
-                    RunPlan::Probes { cut, values }
-                }
-            })
-            .collect();
         Lookup {
             center,
             radius,
-            plans,
+            plans: plans(cache, center, radius, |_| true),
             nulls: center.is_none(),
             pending: true,
             witness: None,
-            step: Step::Table {
-                run: 0,
-                table: 0,
-                value: 0,
-                leaf: None,
-            },
+            step: START,
         }
     }
 
@@ -766,13 +783,16 @@ impl BatchLookup {
                 }
             })
             .collect();
-        let mut current = Lookup::new(cache, None, bits);
-        for (plan, &whole) in current.plans.iter_mut().zip(&whole) {
-            if !whole {
-                *plan = RunPlan::Skip;
-            }
-        }
-        current.nulls = false;
+        // the runs read whole, and the pending rows
+        let current = Lookup {
+            center: None,
+            radius: bits,
+            plans: plans(cache, None, bits, |run| whole[run]),
+            nulls: false,
+            pending: true,
+            witness: None,
+            step: START,
+        };
         // when every run is read whole, the centers have nothing left to probe
         let next_center = if whole.iter().all(|&w| w) {
             batch.len()
@@ -803,15 +823,16 @@ impl BatchLookup {
             pgrx::check_for_interrupts!();
             let i = self.next_center;
             self.next_center += 1;
-            let mut lookup = Lookup::new(cache, Some(self.batch.center(i)), self.batch.radius());
-            for (plan, &whole) in lookup.plans.iter_mut().zip(&self.whole) {
-                if whole {
-                    *plan = RunPlan::Skip;
-                }
-            }
-            lookup.pending = false;
-            lookup.witness = Some((Rc::clone(&self.batch), i));
-            self.current = lookup;
+            let (center, radius) = (Some(self.batch.center(i)), self.batch.radius());
+            self.current = Lookup {
+                center,
+                radius,
+                plans: plans(cache, center, radius, |run| !self.whole[run]),
+                nulls: false,
+                pending: false,
+                witness: Some((Rc::clone(&self.batch), i)),
+                step: START,
+            };
         }
     }
 }
