@@ -217,6 +217,39 @@ pub fn entries<P: Rest>(contents: &[u8]) -> impl Iterator<Item = Entry<P>> + '_ 
     contents.chunks_exact(Entry::<P>::SIZE).map(Entry::read)
 }
 
+/// Calls `emit` with each of the entries packed in `contents` (sorted by key) whose code is
+/// within `radius` bits of `center`, up to the first key above `last_key`; returns whether
+/// every key was at most `last_key` (the range may go on in the next leaf). Codes and
+/// center are in a table's order: a rotation keeps distances, so an entry is decoded whole
+/// only when it is near. A lookup of a wide code tests tens of thousands of entries for a
+/// few matches; always inlined, so that a caller compiled for the CPU's popcount
+/// instruction counts with it.
+#[inline(always)]
+pub fn entries_within<P: Rest>(
+    contents: &[u8],
+    last_key: u64,
+    center: (u64, P),
+    radius: u32,
+    mut emit: impl FnMut(Entry<P>),
+) -> bool {
+    let word_at = |bytes: &[u8], at: usize| {
+        u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
+    };
+    for bytes in contents.chunks_exact(Entry::<P>::SIZE) {
+        let key = word_at(bytes, 0);
+        if key > last_key {
+            return false;
+        }
+        let rest: u32 = (center.1.words().iter().enumerate())
+            .map(|(i, w)| (word_at(bytes, ENTRY_SIZE + 8 * i) ^ w).count_ones())
+            .sum();
+        if (key ^ center.0).count_ones() + rest <= radius {
+            emit(Entry::read(bytes));
+        }
+    }
+    true
+}
+
 /// Index of the first entry whose key is at least `key` (entries sorted by key).
 ///
 /// Keys are permuted fingerprints, spread evenly over a page's range, so a few steps of
@@ -789,6 +822,63 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn entries_within_equals_a_decode_of_every_entry() {
+        fn check<P: Rest>() {
+            let mut x = 0x2545_f491_4f6c_dd1du64;
+            let mut next = move || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            // codes near a center (a few bits off) among random ones, sorted by key
+            let center = (next(), P::from_fn(|_| next()));
+            let mut es: Vec<Entry<P>> = (0..300u16)
+                .map(|i| {
+                    let tid = Tid {
+                        block: 3,
+                        offset: i + 1,
+                    };
+                    if i % 3 == 0 {
+                        let mut flip = |w: u64| w ^ (1 << (next() % 64)) ^ (1 << (next() % 64));
+                        let rest = P::from_fn(|j| flip(center.1.words()[j]));
+                        Entry::new(flip(center.0), rest, tid)
+                    } else {
+                        Entry::new(next(), P::from_fn(|_| next()), tid)
+                    }
+                })
+                .collect();
+            es.sort_by_key(|e| e.order());
+            let mut buf = vec![0u8; es.len() * Entry::<P>::SIZE];
+            for (i, e) in es.iter().enumerate() {
+                e.write(&mut buf[i * Entry::<P>::SIZE..]);
+            }
+            let distance = |e: &Entry<P>| {
+                (e.key ^ center.0).count_ones()
+                    + (e.rest.words().iter().zip(center.1.words()))
+                        .map(|(a, b)| (a ^ b).count_ones())
+                        .sum::<u32>()
+            };
+            for radius in [0, 2, 4, 8, 30, 64 * (1 + P::WORDS as u32)] {
+                for last_key in [0, es[150].key, es[299].key, u64::MAX] {
+                    let mut found = Vec::new();
+                    let all = entries_within(&buf, last_key, center, radius, |e| found.push(e));
+                    let expected: Vec<_> = (es.iter())
+                        .take_while(|e| e.key <= last_key)
+                        .filter(|e| distance(e) <= radius)
+                        .copied()
+                        .collect();
+                    assert_eq!(found, expected, "radius {radius} last key {last_key}");
+                    assert_eq!(all, es.iter().all(|e| e.key <= last_key));
+                }
+            }
+        }
+        check::<NoRest>();
+        check::<[u64; 1]>();
+        check::<[u64; 3]>();
     }
 
     #[test]

@@ -33,9 +33,9 @@ use super::{STRATEGY_WITHIN, STRATEGY_WITHIN_BATCH};
 use crate::am::page::Kind;
 use crate::am::{meta, run};
 use crate::wide_codes::batch::{lookup_of, WideBatchLookup};
-use neardup_core::search::code_tables::{SubstringTables, Tables};
+use neardup_core::search::code_tables::{Code, SubstringTables, Tables};
 use neardup_core::search::index_page::{
-    entries, lower_bound, Entry, Meta, Rest, Run, Tid, NO_BLOCK,
+    self, entries, lower_bound, Entry, Meta, Rest, Run, Tid, NO_BLOCK,
 };
 use neardup_core::search::multi_index::Substrings;
 use neardup_core::search::nearest::pass_target;
@@ -405,7 +405,7 @@ impl Lookup {
                             };
                         }
                         let ((), next) = run::read_page(index, Kind::Table, r.id, block, |c| {
-                            for e in entries::<P>(c) {
+                            let found = |e: Entry<P>| {
                                 let code = padded_code(layout, 0, &e);
                                 if self.accepts(query, &code) {
                                     out.push(Found {
@@ -413,6 +413,13 @@ impl Lookup {
                                         code: Some(code),
                                     });
                                 }
+                            };
+                            match self.center {
+                                Some(center) => {
+                                    let center = layout.order(0, code_of(&center));
+                                    entries_within(c, u64::MAX, center, self.radius, found);
+                                }
+                                None => entries::<P>(c).for_each(found),
                             }
                         });
                         Step::Table {
@@ -461,12 +468,11 @@ impl Lookup {
                             return next_value;
                         }
                         let center = self.center.expect("a lookup with probes has a center");
+                        let ordered = layout.order(table, code_of(&center));
                         let (more, next) = run::read_page(index, Kind::Table, r.id, block, |c| {
                             let start = lower_bound::<P>(c, lo);
-                            for e in entries::<P>(&c[start * Entry::<P>::SIZE..]) {
-                                if e.key > hi {
-                                    return false;
-                                }
+                            let near = &c[start * Entry::<P>::SIZE..];
+                            entries_within(near, hi, ordered, self.radius, |e: Entry<P>| {
                                 let code = padded_code(layout, table, &e);
                                 if self.accepts(query, &code)
                                     && cut.witness(&center, &code) == Some(table as u32)
@@ -476,8 +482,7 @@ impl Lookup {
                                         code: Some(code),
                                     });
                                 }
-                            }
-                            true
+                            })
                         });
                         if more {
                             Step::Table {
@@ -531,6 +536,40 @@ impl Lookup {
             Step::Done => Step::Done,
         }
     }
+}
+
+/// `index_page::entries_within`, with the CPU's popcount instruction when it has one (a
+/// lookup within 31 bits at 10 M rows tests about 40,000 entries).
+fn entries_within<P: Rest>(
+    contents: &[u8],
+    last_key: u64,
+    center: Code<P>,
+    radius: u32,
+    emit: impl FnMut(Entry<P>),
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("popcnt") {
+        // SAFETY: the CPU has the instruction the function is compiled for.
+        return unsafe { entries_within_popcnt(contents, last_key, center, radius, emit) };
+    }
+    index_page::entries_within(contents, last_key, center, radius, emit)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+unsafe fn entries_within_popcnt<P: Rest>(
+    contents: &[u8],
+    last_key: u64,
+    center: Code<P>,
+    radius: u32,
+    emit: impl FnMut(Entry<P>),
+) -> bool {
+    index_page::entries_within(contents, last_key, center, radius, emit)
+}
+
+/// A padded code as a table entry's words (the first `1 + P::WORDS`).
+fn code_of<P: Rest>(code: &Padded) -> Code<P> {
+    (code.0[0], P::from_fn(|i| code.0[1 + i]))
 }
 
 /// The code of an entry of table `t`, padded.
