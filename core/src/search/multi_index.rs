@@ -63,7 +63,17 @@ impl Substrings {
     /// substrings of about log2(rows) bits best; on 256 bits at r = 31 this gives 16
     /// substrings of 16 bits at 1 M and 10 M rows, the cut Meta's PDQ index uses.
     pub fn choose(code_bits: u32, rows: u64, radius: u32) -> Result<Substrings, PlanError> {
-        let fewest = code_bits.div_ceil(MAX_WIDTH);
+        Substrings::choose_up_to(code_bits, rows, radius, MAX_WIDTH)
+    }
+
+    /// The cut `choose` makes among substrings of at most `widest` bits.
+    pub fn choose_up_to(
+        code_bits: u32,
+        rows: u64,
+        radius: u32,
+        widest: u32,
+    ) -> Result<Substrings, PlanError> {
+        let fewest = code_bits.div_ceil(widest.clamp(1, MAX_WIDTH));
         let most = fewest.max(code_bits.min(radius.saturating_add(1)));
         let binary_search = ((rows + 2) as f64).log2();
         (fewest..=most)
