@@ -119,12 +119,11 @@ def write_codes(f, ids, new_crop, rng):
 
 
 def pyramid(image):
-    """The image, then halved while it is larger than 64 pixels a side."""
+    """The image, then halved while its short side is at least 128 pixels."""
     from PIL import Image
 
     levels = [image]
     while min(levels[-1].shape[:2]) >= 128:
-        h, w = levels[-1].shape[:2]
         levels.append(np.asarray(Image.fromarray(levels[-1]).reduce(2)))
     return levels
 
