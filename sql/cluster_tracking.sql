@@ -35,19 +35,6 @@ BEGIN
             USING ERRCODE = 'insufficient_privilege',
                   HINT = 'Tracking needs the SELECT and TRIGGER privileges on the table.';
     END IF;
-    -- Wide codes (hash256, hash128, or a domain over them) are clustered by neardup_clusters,
-    -- but the triggers compare 64-bit fingerprints: refused here, not at the first INSERT.
-    IF EXISTS (
-        SELECT FROM pg_catalog.pg_attribute a
-             JOIN pg_catalog.pg_type ty ON ty.oid OPERATOR(pg_catalog.=) a.atttypid
-        WHERE a.attrelid OPERATOR(pg_catalog.=) tbl AND a.attname OPERATOR(pg_catalog.=) signature_column
-          AND (CASE WHEN ty.typtype OPERATOR(pg_catalog.=) 'd' THEN ty.typbasetype ELSE ty.oid END)
-              OPERATOR(pg_catalog.=) ANY (ARRAY['@extschema@.hash256'::pg_catalog.regtype,
-                                                '@extschema@.hash128'::pg_catalog.regtype]::pg_catalog.oid[])) THEN
-        RAISE EXCEPTION 'neardup_cluster_tracking: column % of % holds wide codes, which tracking does not keep yet', signature_column, tbl
-            USING ERRCODE = 'feature_not_supported',
-                  HINT = 'Keep neardup_clusters(...) on the column as a materialized view, and refresh it.';
-    END IF;
     IF NOT (method OPERATOR(pg_catalog.=) ANY (ARRAY['components', 'representatives'])) THEN
         RAISE EXCEPTION 'neardup_cluster_tracking: method must be ''components'' or ''representatives'', not ''%''', method
             USING ERRCODE = 'invalid_parameter_value';

@@ -6,27 +6,25 @@
 //! is_representative boolean NOT NULL)` and an index on `cluster_id`.
 //!
 //! Neighbours are searched with the condition `near` writes: `sig <@ hamming_ball(x, k)`
-//! for simhash, served by a `hamming` index; for minhash `lsh_bands(sig, t) && lsh_bands(x,
+//! for simhash and wide codes, served by a `hamming` index; for minhash `lsh_bands(sig, t) && lsh_bands(x,
 //! t) AND jaccard(sig, x) >= t`, served by a GIN index on the expression `lsh_bands(sig, t)`
 //! (with `t` written as the trigger's threshold is). Without the index every statement
 //! compares its rows with the whole table.
 
-use super::{Method, Threshold, TrackingArgs, ADVISORY_LOCK_SPACE};
+use super::{Method, Signatures, Threshold, TrackingArgs, ADVISORY_LOCK_SPACE};
+use crate::hamming_query::{wide_code_at, wide_code_type};
 use crate::shingling::Minhash;
 use crate::support::errors;
 use neardup_core::clusters::cluster_plans::{
-    plan_insert, plan_representatives, plan_split, plan_split_minhash, Neighbor,
+    plan_insert, plan_representatives, plan_split, plan_split_minhash, plan_split_wide, Neighbor,
 };
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
-use pgrx::spi::{OwnedPreparedStatement, SpiClient, SpiTupleTable};
+use pgrx::spi::{OwnedPreparedStatement, SpiClient, SpiHeapTupleData, SpiTupleTable};
 use pgrx::PgOid;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
-
-/// A cluster member's id and minhash values.
-type SketchMember = (i64, Option<Vec<u32>>);
 
 /// Rows of a transition table: all of them, or those with the given ids; or rows of the
 /// clustered table itself, by id.
@@ -86,8 +84,16 @@ impl Maintainer {
             ],
         )
         .first();
-        let minhash = row.get::<bool>(5).ok().flatten() == Some(true);
-        let args = TrackingArgs::parse(args, minhash);
+        let signatures = if row.get::<bool>(5).ok().flatten() == Some(true) {
+            Signatures::Sketches
+        } else {
+            match wide_code_type(table, &args[2]) {
+                Some("hash256") => Signatures::Wide(4),
+                Some(_) => Signatures::Wide(2),
+                None => Signatures::Fingerprints,
+            }
+        };
+        let args = TrackingArgs::parse(args, signatures);
         let Ok(Some(clusters)) = row.get::<String>(1) else {
             errors::invalid_parameter(format!(
                 "neardup_track_clusters: cluster table \"{}\" does not exist",
@@ -123,10 +129,12 @@ impl Maintainer {
 
     /// Whether two signatures are the same (both NULL included).
     fn same_signature(&self, a: &str, b: &str) -> String {
-        match self.args.threshold {
-            Threshold::Hamming(_) => format!("{a}::bigint IS NOT DISTINCT FROM {b}::bigint"),
-            Threshold::Jaccard(_) => format!("{a}::text IS NOT DISTINCT FROM {b}::text"),
-        }
+        let cast = match self.args.signatures {
+            Signatures::Fingerprints => "bigint",
+            Signatures::Wide(_) => "bytea",
+            Signatures::Sketches => "text",
+        };
+        format!("{a}::{cast} IS NOT DISTINCT FROM {b}::{cast}")
     }
 
     pub fn insert(&self, client: &mut SpiClient<'_>, rows: &Rows) {
@@ -419,52 +427,33 @@ impl Maintainer {
             return;
         }
         let labels: Vec<i64> = labels.into_iter().collect();
-        let signature = match self.args.threshold {
-            Threshold::Hamming(_) => format!("t.{}::bigint", self.args.signature),
-            Threshold::Jaccard(_) => format!("t.{}", self.args.signature),
-        };
-        let query = format!(
-            "SELECT c.cluster_id, c.id, {signature} FROM {clusters} c JOIN {table} t ON t.{id} = c.id
-             WHERE c.cluster_id = ANY($1)",
-            id = self.args.id,
-            clusters = self.clusters,
-            table = self.table
-        );
-        let mut fingerprints: BTreeMap<i64, Vec<(i64, Option<u64>)>> = BTreeMap::new();
-        let mut sketches: BTreeMap<i64, Vec<SketchMember>> = BTreeMap::new();
-        for row in select(client, &query, &[labels.into()]) {
-            let label = self.id_of(row.get::<i64>(1));
-            let id = self.id_of(row.get::<i64>(2));
-            match self.args.threshold {
-                Threshold::Hamming(_) => {
-                    let fp = row.get::<i64>(3).ok().flatten().map(|fp| fp as u64);
-                    fingerprints.entry(label).or_default().push((id, fp));
-                }
-                Threshold::Jaccard(_) => {
-                    let sketch = row.get::<Minhash>(3).ok().flatten();
-                    let values = sketch.map(|Minhash(s)| s.values().to_vec());
-                    sketches.entry(label).or_default().push((id, values));
-                }
-            }
-        }
-        let parts = fingerprints
-            .into_iter()
-            .map(|(label, rows)| {
-                let Threshold::Hamming(k) = self.args.threshold else {
-                    unreachable!("fingerprints are read for a Hamming distance")
-                };
-                (label, plan_split(&rows, k))
-            })
-            .chain(sketches.into_iter().map(|(label, rows)| {
-                let Threshold::Jaccard(t) = self.args.threshold else {
-                    unreachable!("sketches are read for a Jaccard threshold")
+        let parts = match (self.args.signatures, self.args.threshold) {
+            (Signatures::Fingerprints, Threshold::Hamming(k)) => self
+                .members_by_cluster(client, labels, "::bigint", |row| {
+                    row.get::<i64>(3).ok().flatten().map(|fp| fp as u64)
+                })
+                .map(|(label, rows)| (label, plan_split(&rows, k)))
+                .collect(),
+            (Signatures::Wide(4), Threshold::Hamming(k)) => self.split_wide::<4>(client, labels, k),
+            (Signatures::Wide(_), Threshold::Hamming(k)) => self.split_wide::<2>(client, labels, k),
+            (_, threshold) => {
+                let Threshold::Jaccard(t) = threshold else {
+                    unreachable!("sketches have a Jaccard threshold")
                 };
                 let banding = |m| crate::lsh::banding_for_threshold("neardup_track_clusters", t, m);
-                let parts = plan_split_minhash(&rows, t, banding).unwrap_or_else(|e| {
-                    errors::invalid_parameter(format!("neardup_track_clusters: {e}"))
-                });
-                (label, parts)
-            }));
+                self.members_by_cluster(client, labels, "", |row| {
+                    let sketch = row.get::<Minhash>(3).ok().flatten();
+                    sketch.map(|Minhash(s)| s.values().to_vec())
+                })
+                .map(|(label, rows)| {
+                    let parts = plan_split_minhash(&rows, t, banding).unwrap_or_else(|e| {
+                        errors::invalid_parameter(format!("neardup_track_clusters: {e}"))
+                    });
+                    (label, parts)
+                })
+                .collect::<Vec<_>>()
+            }
+        };
         let (mut moved, mut moved_to, mut remaining) = (Vec::new(), Vec::new(), Vec::new());
         for (label, split) in parts {
             for (id, part) in split {
@@ -481,6 +470,48 @@ impl Maintainer {
         remaining.sort_unstable();
         remaining.dedup();
         self.choose_representatives(client, remaining);
+    }
+
+    /// The members of the clusters `labels` (id and signature, the clustered table's column
+    /// with `cast` after it, read by `read`), grouped by cluster.
+    fn members_by_cluster<S>(
+        &self,
+        client: &mut SpiClient<'_>,
+        labels: Vec<i64>,
+        cast: &str,
+        read: impl Fn(&SpiHeapTupleData) -> Option<S>,
+    ) -> impl Iterator<Item = (i64, Vec<(i64, Option<S>)>)> {
+        let query = format!(
+            "SELECT c.cluster_id, c.id, t.{sig}{cast} FROM {clusters} c JOIN {table} t ON t.{id} = c.id
+             WHERE c.cluster_id = ANY($1)",
+            sig = self.args.signature,
+            id = self.args.id,
+            clusters = self.clusters,
+            table = self.table
+        );
+        let mut members: BTreeMap<i64, Vec<(i64, Option<S>)>> = BTreeMap::new();
+        for row in select(client, &query, &[labels.into()]) {
+            let label = self.id_of(row.get::<i64>(1));
+            let id = self.id_of(row.get::<i64>(2));
+            members.entry(label).or_default().push((id, read(&row)));
+        }
+        members.into_iter()
+    }
+
+    /// What the clusters `labels` of `W`-word codes fall into (see `plan_split_wide`).
+    fn split_wide<const W: usize>(
+        &self,
+        client: &mut SpiClient<'_>,
+        labels: Vec<i64>,
+        max_distance: u32,
+    ) -> Vec<(i64, Vec<(i64, i64)>)> {
+        self.members_by_cluster(client, labels, "::bytea", |row| wide_code_at::<W>(row, 3))
+            .map(|(label, rows)| {
+                let parts = plan_split_wide(&rows, max_distance)
+                    .expect("a distance the cluster table was created with");
+                (label, parts)
+            })
+            .collect()
     }
 
     /// Updated rows: a changed id is a delete and an insert. A row whose signature changed

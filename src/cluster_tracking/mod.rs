@@ -2,11 +2,11 @@
 //! trigger function `neardup_track_clusters` and `neardup_cluster_tracking`, which creates a
 //! cluster table, fills it and installs the triggers.
 //!
-//! Signatures are simhash fingerprints (`simhash64` or `bigint`, near within a Hamming
-//! distance, found through a `hamming` index) or minhash sketches (`minhash_sketch`, near
-//! when they share a band of `lsh_bands(sketch, threshold)` and `jaccard >= threshold`, found
-//! through a GIN index on that expression). Clusters are kept by one of the two methods of
-//! `neardup_clusters`:
+//! Signatures are simhash fingerprints (`simhash64` or `bigint`) or wide codes (`hash256`,
+//! `hash128`), near within a Hamming distance and found through a `hamming` index, or
+//! minhash sketches (`minhash_sketch`, near when they share a band of `lsh_bands(sketch,
+//! threshold)` and `jaccard >= threshold`, found through a GIN index on that expression).
+//! Clusters are kept by one of the two methods of `neardup_clusters`:
 //!
 //! - `components`: connected components. New rows join and merge the clusters of their
 //!   near-duplicates; after deletes, what is left of a cluster splits into its connected
@@ -40,6 +40,7 @@
 
 mod maintain;
 
+use crate::hamming_query::wide_radius;
 use crate::support::errors;
 use crate::support::table_args::{checked_distance, quote_ident};
 #[cfg(any(test, feature = "pg_test"))]
@@ -148,10 +149,23 @@ impl TriggerSettings {
     }
 }
 
+/// What the signature column holds, which decides how the threshold is read and how
+/// signatures are read and compared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Signatures {
+    /// 64-bit fingerprints (`simhash64` or `bigint`): a Hamming distance of 0 to 15.
+    Fingerprints,
+    /// `hash256` (4 words) or `hash128` (2), or a domain over one: a Hamming distance below
+    /// the width.
+    Wide(usize),
+    /// `minhash_sketch`: a Jaccard estimate.
+    Sketches,
+}
+
 /// How near two signatures must be to be near-duplicates.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Threshold {
-    /// simhash: at most this Hamming distance.
+    /// simhash or wide codes: at most this Hamming distance.
     Hamming(u32),
     /// minhash: a shared band of `lsh_bands(sketch, threshold)` and a Jaccard estimate of at
     /// least this.
@@ -171,6 +185,7 @@ struct TrackingArgs {
     clusters: String,
     id: String,
     signature: String,
+    signatures: Signatures,
     threshold: Threshold,
     priority: Option<String>,
     method: Method,
@@ -189,10 +204,10 @@ impl TrackingArgs {
     }
 
     /// The arguments, the threshold read as a Jaccard estimate when the signature column is
-    /// a `minhash_sketch`, else as a Hamming distance.
-    fn parse(args: &[String], minhash: bool) -> TrackingArgs {
+    /// a `minhash_sketch`, else as a Hamming distance within the codes' range.
+    fn parse(args: &[String], signatures: Signatures) -> TrackingArgs {
         Self::check_count(args);
-        let threshold = if minhash {
+        let threshold = if signatures == Signatures::Sketches {
             let value = args[3].trim().parse::<f64>().unwrap_or_else(|_| {
                 errors::invalid_parameter(format!(
                     "neardup_track_clusters: min Jaccard \"{}\" is not a number",
@@ -216,7 +231,12 @@ impl TrackingArgs {
                     args[3]
                 ))
             });
-            Threshold::Hamming(checked_distance("neardup_track_clusters", max_distance))
+            let function = "neardup_track_clusters";
+            Threshold::Hamming(match signatures {
+                Signatures::Wide(4) => wide_radius::<4>(function, max_distance),
+                Signatures::Wide(_) => wide_radius::<2>(function, max_distance),
+                _ => checked_distance(function, max_distance),
+            })
         };
         let method = match args.get(5).map(|m| m.trim()) {
             None | Some("") | Some("components") => Method::Components,
@@ -229,6 +249,7 @@ impl TrackingArgs {
             clusters: args[0].clone(),
             id: quote_ident(&args[1]),
             signature: quote_ident(&args[2]),
+            signatures,
             threshold,
             priority: args.get(4).filter(|p| !p.trim().is_empty()).cloned(),
             method,

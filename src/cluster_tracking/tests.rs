@@ -229,6 +229,9 @@ struct Signed {
     family: &'static str,
     threshold: &'static str,
     near: fn(&str, &str) -> String,
+    /// The signature column's type, and the index the triggers search.
+    column: &'static str,
+    index: &'static str,
 }
 
 /// simhash: fingerprints in 4 families, each two random low bits away from its center, so
@@ -237,6 +240,18 @@ const SIMHASH: Signed = Signed {
     family: "family_fp",
     threshold: "2",
     near: |a, b| format!("{a} <@ hamming_ball({b}, 2)"),
+    column: "simhash64",
+    index: "CREATE INDEX ON docs USING hamming (sig)",
+};
+
+/// Wide codes: 256-bit codes in 4 families, each up to 9 random bits away from its center,
+/// so rows within 12 chain across a family.
+const WIDE: Signed = Signed {
+    family: "family_hw",
+    threshold: "12",
+    near: |a, b| format!("{a} <@ hamming_ball({b}, 12)"),
+    column: "hash256",
+    index: "CREATE INDEX ON docs USING hamming (sig)",
 };
 
 /// minhash: 64-value sketches of word-pair shingles of 60-word texts in families of disjoint
@@ -248,19 +263,14 @@ const MINHASH: Signed = Signed {
     near: |a, b| {
         format!("(lsh_bands({a}, 0.7) && lsh_bands({b}, 0.7) AND jaccard({a}, {b}) >= 0.7)")
     },
+    column: "minhash_sketch",
+    index: "CREATE INDEX docs_bands ON docs USING gin (lsh_bands(sig, 0.7))",
 };
 
 /// `docs (id, fam, sig, rank)` with the signing functions and the index the triggers search
-/// (hamming on a simhash column, GIN on lsh_bands(sig, 0.7) for a sketch).
+/// (hamming on a simhash or wide column, GIN on lsh_bands(sig, 0.7) for a sketch).
 fn signed_table(kind: &Signed, seed: f64) {
-    let (column_type, index) = if kind.threshold == "2" {
-        ("simhash64", "CREATE INDEX ON docs USING hamming (sig)")
-    } else {
-        (
-            "minhash_sketch",
-            "CREATE INDEX docs_bands ON docs USING gin (lsh_bands(sig, 0.7))",
-        )
-    };
+    let (column_type, index) = (kind.column, kind.index);
     Spi::run(&format!(
         "SELECT setseed({seed});
          CREATE FUNCTION family_fp(f int) RETURNS simhash64 LANGUAGE sql AS $$
@@ -274,6 +284,19 @@ fn signed_table(kind: &Signed, seed: f64) {
                  (SELECT string_agg(CASE WHEN random() < r.rate THEN 'x' || (random() * 1e6)::int
                                          ELSE 'w' || f || '_' || g END, ' ')
                   FROM generate_series(1, 60) g, (SELECT random() * 0.06 AS rate) r), 64, 2)
+             END $$;
+         CREATE FUNCTION family_hw(f int) RETURNS hash256 LANGUAGE plpgsql AS $$
+             DECLARE
+                 code bit(256) := ('x' || (ARRAY[repeat('0', 64), repeat('a', 64), repeat('0f', 32),
+                                                 repeat('36c9', 16)])[1 + f % 4])::bit(256);
+                 b int;
+             BEGIN
+                 IF random() < 0.05 THEN RETURN NULL; END IF;
+                 FOR i IN 1 .. (random() * 9)::int LOOP
+                     b := (random() * 255)::int;
+                     code := set_bit(code, b, 1 - get_bit(code, b));
+                 END LOOP;
+                 RETURN code::hash256;
              END $$;
          CREATE TABLE docs (id bigint PRIMARY KEY, fam int, sig {column_type}, rank int);
          {index};"
@@ -332,30 +355,38 @@ fn star_violations(kind: &Signed) -> String {
     .unwrap_or_default()
 }
 
-#[pg_test]
-fn minhash_components_follow_inserts_deletes_and_updates() {
-    signed_table(&MINHASH, 0.17);
-    Spi::run(
-        "INSERT INTO docs SELECT i, i % 4, family_mh(i::int % 4), (random() * 5)::int FROM generate_series(1, 40) i;
-         SELECT neardup_cluster_tracking('docs', 'doc_clusters', 'id', 'sig', 0.7, 'rank DESC');",
-    )
+/// Random inserts, deletes (of representatives that held clusters together, and others)
+/// and updates of signatures, ranks and ids: after each statement the cluster table equals
+/// the batch's components.
+fn components_follow_inserts_deletes_and_updates(kind: &Signed, seed: f64) {
+    signed_table(kind, seed);
+    Spi::run(&format!(
+        "INSERT INTO docs SELECT i, i % 4, {}, (random() * 5)::int FROM generate_series(1, 40) i;
+         SELECT neardup_cluster_tracking('docs', 'doc_clusters', 'id', 'sig', {}, 'rank DESC');",
+        kind.sign("i::int % 4"),
+        kind.threshold
+    ))
     .unwrap();
     assert_eq!(
         cluster_table("doc_clusters"),
-        batch_of_docs(&MINHASH, "components")
+        batch_of_docs(kind, "components")
     );
     let mut steps = Steps(7);
     let mut next_id = 41;
     let mut largest = 0;
     for round in 0..24 {
         let statement = match steps.next(5) {
-            0 => format!(
-                "INSERT INTO docs VALUES ({next_id}, {f}, family_mh({f}), (random() * 5)::int)",
-                f = steps.next(4)
-            ),
+            0 => {
+                let f = steps.next(4);
+                format!(
+                    "INSERT INTO docs VALUES ({next_id}, {f}, {}, (random() * 5)::int)",
+                    kind.sign(&f.to_string())
+                )
+            }
             1 => format!(
-                "INSERT INTO docs SELECT i, i % 4, family_mh(i::int % 4), (random() * 5)::int
+                "INSERT INTO docs SELECT i, i % 4, {}, (random() * 5)::int
                  FROM generate_series({next_id}, {}) i",
+                kind.sign("i::int % 4"),
                 next_id + 1 + steps.next(25) as i64
             ),
             // Representatives of big clusters (which split what they held together) and
@@ -370,7 +401,8 @@ fn minhash_components_follow_inserts_deletes_and_updates() {
             // A move to another family is far from its old cluster, so it is searched
             // again as the batch would place it (a near change may stay by tier 1).
             3 => format!(
-                "UPDATE docs SET fam = (fam + 1) % 4, sig = family_mh((fam + 1) % 4) WHERE id % 7 = {}",
+                "UPDATE docs SET fam = (fam + 1) % 4, sig = {} WHERE id % 7 = {}",
+                kind.sign("(fam + 1) % 4"),
                 steps.next(7)
             ),
             _ => format!(
@@ -386,7 +418,7 @@ fn minhash_components_follow_inserts_deletes_and_updates() {
         largest = largest.max(clustered_members("doc_clusters"));
         assert_eq!(
             cluster_table("doc_clusters"),
-            batch_of_docs(&MINHASH, "components"),
+            batch_of_docs(kind, "components"),
             "round {round}: {statement}"
         );
     }
@@ -399,7 +431,7 @@ fn minhash_components_follow_inserts_deletes_and_updates() {
         "SELECT count(*) FROM doc_clusters c JOIN docs m ON m.id = c.id
          JOIN doc_clusters rc ON rc.cluster_id = c.cluster_id AND rc.is_representative
          JOIN docs r ON r.id = rc.id WHERE c.id <> rc.id AND NOT coalesce({}, false)",
-        (MINHASH.near)("m.sig", "r.sig")
+        (kind.near)("m.sig", "r.sig")
     ))
     .unwrap()
     .unwrap();
@@ -407,6 +439,18 @@ fn minhash_components_follow_inserts_deletes_and_updates() {
         chained > 0,
         "some members are only chained to their representative"
     );
+}
+
+#[pg_test]
+fn minhash_components_follow_inserts_deletes_and_updates() {
+    components_follow_inserts_deletes_and_updates(&MINHASH, 0.17);
+}
+
+/// Wide codes (hash256) at distance 12: the splits after deletes are planned from the
+/// codes (`plan_split_wide`), the searches go through the `hamming` index.
+#[pg_test]
+fn wide_components_follow_inserts_deletes_and_updates() {
+    components_follow_inserts_deletes_and_updates(&WIDE, 0.19);
 }
 
 /// Rows inserted in priority order, in statements of random sizes and with each
@@ -419,7 +463,7 @@ fn stars_in_priority_order_equal_the_batch(kind: &Signed, seed: f64) {
          ALTER TABLE src ADD sig {};
          UPDATE src SET sig = {};
          SELECT neardup_cluster_tracking('docs', 'doc_clusters', 'id', 'sig', {}, 'rank DESC', 'representatives');",
-        if kind.threshold == "2" { "simhash64" } else { "minhash_sketch" },
+        kind.column,
         kind.sign("fam"),
         kind.threshold
     ))
@@ -469,6 +513,11 @@ fn simhash_stars_inserted_in_priority_order_equal_the_batch() {
 #[pg_test]
 fn minhash_stars_inserted_in_priority_order_equal_the_batch() {
     stars_in_priority_order_equal_the_batch(&MINHASH, 0.29);
+}
+
+#[pg_test]
+fn wide_stars_inserted_in_priority_order_equal_the_batch() {
+    stars_in_priority_order_equal_the_batch(&WIDE, 0.41);
 }
 
 /// Random inserts (in no priority order), deletes of representatives and members, and
@@ -540,6 +589,11 @@ fn simhash_stars_stay_within_the_threshold() {
 #[pg_test]
 fn minhash_stars_stay_within_the_threshold() {
     stars_stay_within_the_threshold(&MINHASH, 0.37);
+}
+
+#[pg_test]
+fn wide_stars_stay_within_the_threshold() {
+    stars_stay_within_the_threshold(&WIDE, 0.43);
 }
 
 #[pg_test]

@@ -53,7 +53,8 @@ fn hamming_pairs(
     }
 }
 
-/// `hash256` or `hash128` when the column has one of this extension's wide types.
+/// `hash256` or `hash128` when the column has one of this extension's wide types, or a
+/// domain over one.
 pub(crate) fn wide_code_type(tbl: pg_sys::Oid, column: &str) -> Option<&'static str> {
     let name = std::ffi::CString::new(column).ok()?;
     // SAFETY: syscache lookups by OID and name, as check_integer_key's.
@@ -62,7 +63,7 @@ pub(crate) fn wide_code_type(tbl: pg_sys::Oid, column: &str) -> Option<&'static 
         if attnum == pg_sys::InvalidAttrNumber as i16 {
             return None;
         }
-        pg_sys::get_atttype(tbl, attnum)
+        pg_sys::getBaseType(pg_sys::get_atttype(tbl, attnum))
     };
     [(c"hash256", "hash256"), (c"hash128", "hash128")]
         .into_iter()

@@ -646,25 +646,85 @@ fn wide_ball_estimates_follow_the_column_statistics() {
     assert!((2.0..=4.0).contains(&estimate), "{estimate}");
 }
 
-/// Cluster tracking compares 64-bit fingerprints: on a wide column (or a domain over one)
-/// it is refused when it would be installed (0A000), leaving nothing behind, not at the
-/// first INSERT into the table.
+/// Cluster tracking on `hash128` and on a domain over `hash256` (the randomized comparisons
+/// on `hash256` are cluster_tracking's tests): after inserts, deletes and updates that move
+/// rows to another family, the tracked clusters equal `neardup_clusters` of the table; a
+/// distance of the width or more is refused at install (22023), leaving nothing behind.
 #[pg_test]
-fn cluster_tracking_refuses_wide_codes_up_front() {
+fn cluster_tracking_takes_hash128_and_domains_over_wide_codes() {
     Spi::run(
-        "CREATE DOMAIN pdq AS hash256;
-         CREATE TABLE photos (id bigint PRIMARY KEY, code hash256, code128 hash128, d pdq)",
+        "SELECT setseed(0.61);
+         CREATE DOMAIN pdq AS hash256;
+         CREATE TABLE photos (id bigint PRIMARY KEY, code128 hash128, d pdq);
+         CREATE INDEX ON photos USING hamming (code128);
+         CREATE INDEX ON photos USING hamming (d);
+         -- b with n random bits flipped (a bit may flip twice)
+         CREATE FUNCTION near_bits(b bit varying, n int) RETURNS bit varying LANGUAGE plpgsql AS $$
+             DECLARE p int;
+             BEGIN
+                 FOR i IN 1 .. n LOOP
+                     p := (random() * (length(b) - 1))::int;
+                     b := set_bit(b, p, 1 - get_bit(b, p));
+                 END LOOP;
+                 RETURN b;
+             END $$;
+         CREATE FUNCTION fam128(f bigint, n int) RETURNS hash128 LANGUAGE sql
+             RETURN near_bits(('x' || md5(f::text))::bit(128), n)::bit(128)::hash128;
+         CREATE FUNCTION fam256(f bigint, n int) RETURNS pdq LANGUAGE sql
+             RETURN near_bits(('x' || md5(f::text) || md5(f::text || 'x'))::bit(256), n)::bit(256)::pdq;",
     )
     .unwrap();
-    for column in ["code", "code128", "d"] {
-        let call = format!("SELECT neardup_cluster_tracking('photos', 'photo_groups', 'id', '{column}', 31)");
-        assert_eq!(sqlstate(&call).as_deref(), Some("0A000"), "{column}");
-    }
+    let call = "SELECT neardup_cluster_tracking('photos', 'g128', 'id', 'code128', 128)";
+    assert_eq!(sqlstate(call).as_deref(), Some("22023"));
     let left = Spi::get_one::<i64>(
-        "SELECT (SELECT count(*) FROM pg_class WHERE relname = 'photo_groups')
+        "SELECT (SELECT count(*) FROM pg_class WHERE relname = 'g128')
               + (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'photos'::regclass)",
     )
     .unwrap();
     assert_eq!(left, Some(0));
-    Spi::run("INSERT INTO photos VALUES (1, NULL, NULL, NULL)").unwrap();
+    Spi::run(
+        "INSERT INTO photos SELECT g, fam128(g % 5, (random() * 12)::int), fam256(g % 5, (random() * 24)::int)
+             FROM generate_series(1, 30) g;
+         SELECT neardup_cluster_tracking('photos', 'g128', 'id', 'code128', 16);
+         SELECT neardup_cluster_tracking('photos', 'gd', 'id', 'd', 31);",
+    )
+    .unwrap();
+    let same = |step: &str| {
+        for (groups, column, k) in [("g128", "code128", 16), ("gd", "d", 31)] {
+            let tracked = Spi::get_one::<String>(&format!(
+                "SELECT string_agg(id || ':' || cluster_id || ':' || is_representative, ',' ORDER BY id) FROM {groups}"
+            ))
+            .unwrap();
+            let batch = Spi::get_one::<String>(&format!(
+                "SELECT string_agg(id || ':' || cluster_id || ':' || is_representative, ',' ORDER BY id)
+                 FROM neardup_clusters('photos', 'id', '{column}', {k})"
+            ))
+            .unwrap();
+            assert_eq!(tracked, batch, "{groups} after {step}");
+        }
+    };
+    same("the install");
+    for (step, statement) in [
+        (
+            "inserts",
+            "INSERT INTO photos SELECT g, fam128(g % 5, (random() * 12)::int), fam256(g % 5, (random() * 24)::int)
+                 FROM generate_series(31, 90) g;
+             INSERT INTO photos VALUES (91, NULL, NULL), (92, fam128(1, 0), fam256(1, 0))",
+        ),
+        ("deletes", "DELETE FROM photos WHERE id % 4 = 1"),
+        (
+            "moves to another family",
+            "UPDATE photos SET code128 = fam128(id % 5 + 1, 3), d = fam256(id % 5 + 1, 3) WHERE id % 7 = 2",
+        ),
+        ("more deletes", "DELETE FROM photos WHERE id % 5 = 3"),
+    ] {
+        Spi::run(statement).unwrap();
+        same(step);
+    }
+    let clustered = Spi::get_one::<i64>(
+        "SELECT count(*) FROM gd WHERE cluster_id IN (SELECT cluster_id FROM gd GROUP BY 1 HAVING count(*) > 2)",
+    )
+    .unwrap()
+    .unwrap();
+    assert!(clustered >= 20, "families form clusters ({clustered} rows)");
 }

@@ -7,14 +7,16 @@
 //! an incrementally kept cluster table can be compared row for row with a rebuilt one.
 //!
 //! Two kinds of cluster are kept. *Components* (`plan_insert`, `plan_split`,
-//! `plan_split_minhash`) are the connected components of the near-duplicate pairs, simhash
-//! fingerprints within a Hamming distance or minhash sketches sharing an LSH band above a
-//! Jaccard threshold. *Stars* (`plan_representatives`) do not chain: each member is within
+//! `plan_split_wide`, `plan_split_minhash`) are the connected components of the
+//! near-duplicate pairs, simhash fingerprints or wide codes within a Hamming distance or
+//! minhash sketches sharing an LSH band above a Jaccard threshold. *Stars* (`plan_representatives`) do not chain: each member is within
 //! the threshold of its cluster's representative, as `crate::clusters::representatives` builds them in
 //! one pass.
 
 use crate::clusters::components::{near_duplicate_components, UnionFind};
 use crate::search::lsh::{BandPairs, Banding, BandingError, SketchTable};
+use crate::search::multi_index::{MultiIndex, PlanError};
+use crate::signatures::wide_code::WideCode;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Something a new row is a near-duplicate of.
@@ -121,6 +123,59 @@ pub fn plan_split(members: &[(i64, Option<u64>)], max_distance: u32) -> Vec<(i64
         components.union(signed[linked.find(s as u32) as usize] as u32, m as u32);
     }
     labelled_by_smallest_id(members.iter().map(|m| m.0), &mut components)
+}
+
+/// Distinct codes up to which [`plan_split_wide`] compares every pair: a multi-index
+/// sets up directly addressed tables of up to 4 MB each whatever its rows, and a cluster
+/// is mostly a few rows.
+const PAIRWISE_SPLIT_CODES: usize = 2048;
+
+/// [`plan_split`] for wide codes (`hash256`, `hash128`): the connected components of the
+/// remaining members under Hamming distance ≤ `max_distance`, any distance below the width.
+/// Equal codes are linked by a sort; the distinct ones are compared pair by pair, or
+/// through multi-index hashing's pairs past `PAIRWISE_SPLIT_CODES`.
+pub fn plan_split_wide<const W: usize>(
+    members: &[(i64, Option<WideCode<W>>)],
+    max_distance: u32,
+) -> Result<Vec<(i64, i64)>, PlanError> {
+    if max_distance >= WideCode::<W>::BITS {
+        return Err(PlanError(format!(
+            "a distance of {max_distance} bits links every {}-bit code",
+            WideCode::<W>::BITS
+        )));
+    }
+    let mut signed: Vec<(WideCode<W>, u32)> = (0..members.len() as u32)
+        .filter_map(|m| members[m as usize].1.map(|code| (code, m)))
+        .collect();
+    signed.sort_unstable();
+    let mut components = UnionFind::new(members.len());
+    let mut distinct = Vec::new();
+    for copies in signed.chunk_by(|a, b| a.0 == b.0) {
+        for &(_, m) in &copies[1..] {
+            components.union(copies[0].1, m);
+        }
+        distinct.push(copies[0]);
+    }
+    if distinct.len() <= PAIRWISE_SPLIT_CODES {
+        let mut cancel_point = crate::base::interrupts::Every::<64>::default();
+        for (i, (a, m)) in distinct.iter().enumerate() {
+            cancel_point.tick();
+            for (b, n) in &distinct[i + 1..] {
+                if a.hamming(b) <= max_distance {
+                    components.union(*m, *n);
+                }
+            }
+        }
+    } else {
+        let index = MultiIndex::new(distinct.iter().map(|d| d.0).collect(), max_distance)?;
+        for (a, b, _) in index.pairs() {
+            components.union(distinct[a as usize].1, distinct[b as usize].1);
+        }
+    }
+    Ok(labelled_by_smallest_id(
+        members.iter().map(|m| m.0),
+        &mut components,
+    ))
 }
 
 /// [`plan_split`] for minhash sketches: the connected components of the remaining members
@@ -284,13 +339,21 @@ mod tests {
 
     /// Labels by brute force: every pair compared, relaxed until nothing changes.
     fn reference(rows: &[(i64, Option<u64>)], k: u32) -> Vec<(i64, i64)> {
+        reference_by(rows, |a, b| hamming(*a, *b) <= k)
+    }
+
+    /// [`reference`] under any nearness of signatures.
+    fn reference_by<S>(
+        rows: &[(i64, Option<S>)],
+        near: impl Fn(&S, &S) -> bool,
+    ) -> Vec<(i64, i64)> {
         let mut label: Vec<i64> = rows.iter().map(|r| r.0).collect();
         loop {
             let mut changed = false;
             for i in 0..rows.len() {
                 for j in 0..rows.len() {
-                    if let (Some(a), Some(b)) = (rows[i].1, rows[j].1) {
-                        if hamming(a, b) <= k && label[j] < label[i] {
+                    if let (Some(a), Some(b)) = (&rows[i].1, &rows[j].1) {
+                        if near(a, b) && label[j] < label[i] {
                             label[i] = label[j];
                             changed = true;
                         }
@@ -398,6 +461,63 @@ mod tests {
             let k = (round % 5) as u32;
             assert_eq!(plan_split(&rows, k), reference(&rows, k), "round {round}");
         }
+    }
+
+    /// 256-bit codes in a few families, each member a random number of its center's bits
+    /// flipped (up to 20), with copies and rows without a code.
+    fn clustered_codes(rng: &mut Rng, n: usize) -> Vec<(i64, Option<WideCode<4>>)> {
+        let centers: Vec<WideCode<4>> = (0..3)
+            .map(|_| WideCode([rng.next(), rng.next(), rng.next(), rng.next()]))
+            .collect();
+        let mut rows: Vec<(i64, Option<WideCode<4>>)> = Vec::new();
+        for i in 0..n {
+            let code = if rng.next().is_multiple_of(8) && !rows.is_empty() {
+                rows[(rng.next() % rows.len() as u64) as usize].1
+            } else {
+                let mut code = centers[(rng.next() % 3) as usize];
+                for _ in 0..rng.next() % 21 {
+                    let bit = rng.next() % 256;
+                    code.0[(bit / 64) as usize] ^= 1 << (bit % 64);
+                }
+                (!rng.next().is_multiple_of(10)).then_some(code)
+            };
+            rows.push((i as i64 * 7 % 1000 + 1, code));
+        }
+        rows
+    }
+
+    #[test]
+    fn splitting_wide_codes_equals_clustering_the_remaining_rows() {
+        let mut rng = Rng(23);
+        let mut chained = 0;
+        for round in 0..200 {
+            // The last rounds have more distinct codes than are compared pair by pair.
+            let n = if round >= 196 { 3000 } else { 1 + round % 40 };
+            let rows = clustered_codes(&mut rng, n);
+            let k = [0, 8, 16, 24, 31, 90][round % 6];
+            let got = plan_split_wide(&rows, k).unwrap();
+            assert_eq!(
+                got,
+                reference_by(&rows, |a, b| a.hamming(b) <= k),
+                "round {round}"
+            );
+            // Members whose label's code is out of reach: linked only through others.
+            let code = |id: i64| rows.iter().find(|r| r.0 == id).and_then(|r| r.1);
+            chained += got
+                .iter()
+                .filter(|&&(id, label)| match (code(id), code(label)) {
+                    (Some(a), Some(b)) => a.hamming(&b) > k,
+                    _ => false,
+                })
+                .count();
+        }
+        assert!(chained > 0, "some components are chains");
+        let err = plan_split_wide(&clustered_codes(&mut rng, 3), 256).unwrap_err();
+        assert!(
+            err.0.contains("256 bits links every 256-bit code"),
+            "{}",
+            err.0
+        );
     }
 
     /// Minhash sketches as near-copies of a few originals: each row changes a random
