@@ -160,8 +160,19 @@ impl Maintainer {
 
     /// New rows join the clusters of their near-duplicates, merging the clusters they bridge.
     fn insert_components(&self, client: &mut SpiClient<'_>, rows: &Rows) {
-        let links_query = self.links_query(rows);
-        // Each new row once with a NULL neighbour, and one row per (new row, neighbour).
+        let source = self.source(rows);
+        let links_query = format!(
+            "SELECT s.id, t.{id}::bigint, c.cluster_id
+             FROM ({source}) s
+             LEFT JOIN {table} t ON {near} AND t.{id}::bigint <> s.id
+             LEFT JOIN {clusters} c ON c.id = t.{id}",
+            id = self.args.id,
+            near = self.near(&format!("t.{}", self.args.signature), "s.fp"),
+            table = self.table,
+            clusters = self.clusters,
+        );
+        // One row per (new row, neighbour); a new row without neighbours comes once with
+        // a NULL neighbour.
         let mut new_rows = Vec::new();
         let mut links: Vec<(i64, Neighbor)> = Vec::new();
         for row in select(client, &links_query, &[filter_arg(rows)]) {
@@ -191,49 +202,6 @@ impl Maintainer {
         // A row alone in its cluster is its representative without asking for priorities.
         self.insert_members(client, plan.members);
         self.choose_representatives(client, plan.touched);
-    }
-
-    /// The query of `insert_components`: rows of (new row, neighbour id, the neighbour's
-    /// cluster or NULL), and each new row at least once (with NULLs when it has no
-    /// neighbour). For a Hamming distance, the new rows' codes are one `hamming_batch` and
-    /// the neighbours are what one index scan of `<@@ batch` finds (the index reads a run
-    /// whole when the centers would read most of it), `hamming_batch_keys` saying whose;
-    /// else a join on `near`.
-    fn links_query(&self, rows: &Rows) -> String {
-        let (source, schema) = (self.source(rows), &self.schema);
-        let (id, sig, table, clusters) = (
-            &self.args.id,
-            &self.args.signature,
-            &self.table,
-            &self.clusters,
-        );
-        let Threshold::Hamming(k) = self.args.threshold else {
-            return format!(
-                "SELECT s.id, t.{id}::bigint, c.cluster_id
-                 FROM ({source}) s
-                 LEFT JOIN {table} t ON {near} AND t.{id}::bigint <> s.id
-                 LEFT JOIN {clusters} c ON c.id = t.{id}",
-                near = self.near(&format!("t.{sig}"), "s.fp"),
-            );
-        };
-        let code = match self.args.signatures {
-            Signatures::Wide(4) => "hash256",
-            Signatures::Wide(_) => "hash128",
-            _ => "simhash64",
-        };
-        format!(
-            "WITH s AS MATERIALIZED ({source}),
-                  b AS MATERIALIZED (
-                      SELECT {schema}.hamming_batch(array_agg(s.id), array_agg(s.fp::{schema}.{code}), {k}) AS batch
-                      FROM s WHERE s.fp IS NOT NULL)
-             SELECT s.id, NULL::bigint, NULL::bigint FROM s
-             UNION ALL
-             SELECT n.key, t.{id}::bigint, c.cluster_id
-             FROM {table} t
-             CROSS JOIN LATERAL unnest({schema}.hamming_batch_keys((SELECT batch FROM b), t.{sig})) AS n(key)
-             LEFT JOIN {clusters} c ON c.id = t.{id}
-             WHERE t.{sig} OPERATOR({schema}.<@@) (SELECT batch FROM b) AND t.{id}::bigint <> n.key"
-        )
     }
 
     /// Stars: the new rows, in priority order, join the first representative within the
