@@ -6,10 +6,10 @@
 //! is_representative boolean NOT NULL)` and an index on `cluster_id`.
 //!
 //! Neighbours are searched with the condition `near` writes: `sig <@ hamming_ball(x, k)`
-//! for simhash and wide codes, served by a `hamming` index; for minhash `lsh_bands(sig, t) && lsh_bands(x,
-//! t) AND jaccard(sig, x) >= t`, served by a GIN index on the expression `lsh_bands(sig, t)`
-//! (with `t` written as the trigger's threshold is). Without the index every statement
-//! compares its rows with the whole table.
+//! for simhash and wide codes, served by a `hamming` index; for minhash `lsh_bands(sig, t)
+//! && lsh_bands(x, t) AND jaccard(sig, x) >= t`, served by a GIN index on the expression
+//! `lsh_bands(sig, t)` (with `t` written as the trigger's threshold is). Without the index
+//! every statement compares its rows with the whole table.
 
 use super::{Method, Signatures, Threshold, TrackingArgs, ADVISORY_LOCK_SPACE};
 use crate::hamming_query::{wide_code_at, wide_code_type};
