@@ -12,7 +12,7 @@
 //! every statement compares its rows with the whole table.
 
 use super::{Method, Signatures, Threshold, TrackingArgs, ADVISORY_LOCK_SPACE};
-use crate::hamming_query::{wide_code_at, wide_code_type};
+use crate::hamming_query::wide_code_at;
 use crate::shingling::Minhash;
 use crate::support::errors;
 use neardup_core::clusters::cluster_plans::{
@@ -58,8 +58,10 @@ impl Maintainer {
             );
         }
         TrackingArgs::check_count(args);
-        // The fifth column: whether the signature column is a minhash_sketch (or a domain
-        // over one), which makes the threshold a Jaccard estimate.
+        // The fifth column: the name of the signature column's type when it is one of the
+        // extension's (or a domain over one, at any depth), which says how the threshold is
+        // read and the signatures compared. In this query, not through the syscache, so a
+        // single-row INSERT pays no catalog lookups of its own for it.
         let row = select(
             client,
             "SELECT c.oid::regclass::text, $2::oid::regclass::text,
@@ -67,14 +69,16 @@ impl Maintainer {
                      JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'neardup'),
                     pg_advisory_xact_lock($3, (c.oid::bigint - CASE WHEN c.oid::bigint > 2147483647
                                                              THEN 4294967296 ELSE 0 END)::int)::text,
-                    EXISTS (SELECT FROM pg_attribute a
-                            JOIN pg_type ty ON ty.oid = a.atttypid
-                            LEFT JOIN pg_type base ON base.oid = ty.typbasetype
-                            JOIN pg_extension e ON e.extname = 'neardup'
-                            WHERE a.attrelid = $2 AND a.attname = $4 AND NOT a.attisdropped
-                              AND ((ty.typname = 'minhash_sketch' AND ty.typnamespace = e.extnamespace)
-                                   OR (base.typname = 'minhash_sketch'
-                                       AND base.typnamespace = e.extnamespace)))
+                    (WITH RECURSIVE chain (oid, base) AS (
+                         SELECT ty.oid, ty.typbasetype FROM pg_attribute a
+                         JOIN pg_type ty ON ty.oid = a.atttypid
+                         WHERE a.attrelid = $2 AND a.attname = $4 AND NOT a.attisdropped
+                         UNION ALL
+                         SELECT b.oid, b.typbasetype FROM chain JOIN pg_type b ON b.oid = chain.base)
+                     SELECT ty.typname::text FROM chain
+                     JOIN pg_type ty ON ty.oid = chain.oid
+                     JOIN pg_extension e ON e.extname = 'neardup' AND e.extnamespace = ty.typnamespace
+                     WHERE chain.base = 0)
              FROM (SELECT to_regclass($1)::oid AS oid) c",
             &[
                 args[0].as_str().into(),
@@ -84,14 +88,11 @@ impl Maintainer {
             ],
         )
         .first();
-        let signatures = if row.get::<bool>(5).ok().flatten() == Some(true) {
-            Signatures::Sketches
-        } else {
-            match wide_code_type(table, &args[2]) {
-                Some("hash256") => Signatures::Wide(4),
-                Some(_) => Signatures::Wide(2),
-                None => Signatures::Fingerprints,
-            }
+        let signatures = match row.get::<String>(5).ok().flatten().as_deref() {
+            Some("minhash_sketch") => Signatures::Sketches,
+            Some("hash256") => Signatures::Wide(4),
+            Some("hash128") => Signatures::Wide(2),
+            _ => Signatures::Fingerprints,
         };
         let args = TrackingArgs::parse(args, signatures);
         let Ok(Some(clusters)) = row.get::<String>(1) else {
