@@ -6,6 +6,9 @@
 //! - every row the table would index is in every table of one run with its code, or in a
 //!   pending list or a run's NULL rows: a lookup cannot miss it;
 //! - no TID is indexed twice (in two runs, or a run and a pending list);
+//! - lookups through the scans' own plans, from codes of every run and list, find exactly
+//!   the indexed rows within their balls (`check_lookups`): the structure can hold every row
+//!   while a plan skips some;
 //! - the registry's records parse, and every page of the garbage they name is still owned
 //!   by it (no merge took it before no snapshot could read it);
 //! - no entry names a live heap tuple with another code: a lookup cannot return a
@@ -72,6 +75,18 @@ fn hamming_index_check(index: pg_sys::Oid) -> i64 {
                 ERROR,
                 PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
                 "hamming_index_check: permission denied for the index's table"
+            );
+        }
+        // The check counts every row it verifies: under row-level security that would say
+        // how many rows the policies hide (an ERROR, as pg_stat's counts are not one).
+        if pg_sys::check_enable_rls(heap_oid, pg_sys::InvalidOid, false)
+            == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32
+        {
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                "hamming_index_check: the index's table has row-level security enabled for the current user",
+                "Run it as the table's owner or as a role that bypasses row-level security."
             );
         }
         // ShareLock on the table keeps writers out while the index and the table are compared
@@ -155,6 +170,7 @@ unsafe fn check<L: Tables>(heap: pg_sys::Relation, rel: pg_sys::Relation, m: &Me
             .collect();
         drop(collected);
         in_heap.sort_unstable();
+        let heap_rows = in_heap.len() as i64;
         // The heap rows (24 bytes), every indexed TID (16), one table's entries (16) and,
         // briefly, the build scan's copy; the rest of a wide code in the first three.
         let row_bytes = 64 + 3 * 8 * <L::Rest as Rest>::WORDS;
@@ -189,15 +205,13 @@ unsafe fn check<L: Tables>(heap: pg_sys::Relation, rel: pg_sys::Relation, m: &Me
             }
         };
         each_interruptibly(&listed, |&(tid, fp)| check_entry(tid, fp));
+        // Codes of every run (or merge) and of the pending rows, for the lookups' check.
+        let mut centers = spread(listed.iter().filter_map(|r| r.1), CENTERS_PER_PART);
         let mut indexed = listed;
         // Groups of runs that hold each row in every table once between them: each run
         // alone, but a merge table by table interrupted by a crash has the tables it wrote in
         // the new run and the others still in its inputs.
-        let merging: Vec<&Run> = m
-            .runs
-            .iter()
-            .filter(|r| r.id == m.merging || m.merge_inputs.contains(&r.id))
-            .collect();
+        let merging: Vec<&Run> = m.runs.iter().filter(|r| m.in_merge(r.id)).collect();
         let grouped = |r: &Run| merging.len() > 1 && merging.iter().any(|x| x.id == r.id);
         let mut groups: Vec<Vec<&Run>> = m
             .runs
@@ -259,6 +273,7 @@ unsafe fn check<L: Tables>(heap: pg_sys::Relation, rel: pg_sys::Relation, m: &Me
                     each_interruptibly(&rows, |&(tid, fp)| check_entry(tid, Some(fp)));
                 }
             }
+            centers.extend(spread(first.iter().map(|r| r.1), CENTERS_PER_PART));
             indexed.extend(first.into_iter().map(|(tid, fp)| (tid, Some(fp))));
         }
         indexed.sort_unstable();
@@ -276,7 +291,113 @@ unsafe fn check<L: Tables>(heap: pg_sys::Relation, rel: pg_sys::Relation, m: &Me
                 missing(tid, fp);
             }
         });
-        in_heap.len() as i64
+        drop(in_heap);
+        if heap_lock() == pg_sys::ShareLock as pg_sys::LOCKMODE {
+            centers.extend(spread(indexed.iter().filter_map(|r| r.1), CENTERS_OVERALL));
+            centers.sort_unstable();
+            centers.dedup();
+            check_lookups(rel, m.max_distance, &indexed, &centers);
+        }
+        heap_rows
+    }
+}
+
+/// Codes looked up from each run (a merge's runs together) and from the pending rows, and
+/// from all the rows, by `check_lookups`.
+const CENTERS_PER_PART: usize = 8;
+const CENTERS_OVERALL: usize = 32;
+
+/// Up to `n` of `codes`, spread evenly over them.
+fn spread<C: Copy>(codes: impl Iterator<Item = C> + Clone, n: usize) -> Vec<C> {
+    let count = codes.clone().count();
+    let step = count.div_ceil(n).max(1);
+    codes.step_by(step).collect()
+}
+
+/// Lookups through the scans' own plans find exactly the indexed rows within their balls,
+/// each once: a row the structure holds but no plan reads (a run read whole in the middle
+/// of a merge, say) is a miss the checks of the structure cannot see. Each of `centers`
+/// is looked up at radius 0 and `max_distance` (and for wide codes at the radius of a
+/// nearest-first scan's second pass, where more runs are read whole), each lookup with a
+/// cache of its own, then again all sharing one cache as a nested loop's rescans do (past
+/// `PASSES_BEFORE_SORTING` lookups, which compares the pending rows and small runs from
+/// memory). Only where no merge can run meanwhile (not on a standby).
+fn check_lookups<P: Rest>(
+    rel: pg_sys::Relation,
+    max_distance: u32,
+    indexed: &[(Tid, Option<Code<P>>)],
+    centers: &[Code<P>],
+) {
+    let distance = |a: &Code<P>, b: &Code<P>| -> u32 {
+        let rest = a.1.words().iter().zip(b.1.words());
+        (a.0 ^ b.0).count_ones() + rest.map(|(x, y)| (x ^ y).count_ones()).sum::<u32>()
+    };
+    let bits = 64 * (1 + P::WORDS as u32);
+    let mut radii = vec![0, max_distance];
+    if P::WORDS > 0 {
+        radii.push(max_distance.saturating_mul(2).saturating_add(1).min(bits));
+    }
+    radii.dedup();
+    let mut expected: Vec<Vec<Tid>> = vec![Vec::new(); centers.len() * radii.len()];
+    each_interruptibly(indexed, |(tid, code)| {
+        let Some(code) = code else { return };
+        for (c, center) in centers.iter().enumerate() {
+            let d = distance(center, code);
+            for (i, &r) in radii.iter().enumerate() {
+                if d <= r {
+                    expected[c * radii.len() + i].push(*tid);
+                }
+            }
+        }
+    });
+    let balls: Vec<(Vec<u64>, u32)> = centers
+        .iter()
+        .flat_map(|c| {
+            let words: Vec<u64> = std::iter::once(c.0)
+                .chain(c.1.words().iter().copied())
+                .collect();
+            radii.iter().map(move |&r| (words.clone(), r))
+        })
+        .collect();
+    // Enough rescans to pass the point where a scan sorts what it compares into memory
+    // (those within `max_distance`: past it a lookup reads what a fresh one reads).
+    let near: Vec<usize> = (0..balls.len())
+        .filter(|&i| balls[i].1 <= max_distance)
+        .collect();
+    let rounds = (super::scan::PASSES_BEFORE_SORTING as usize).div_ceil(near.len().max(1)) + 1;
+    let shared: Vec<usize> = near
+        .iter()
+        .copied()
+        .cycle()
+        .take(rounds * near.len())
+        .collect();
+    let shared_balls: Vec<(Vec<u64>, u32)> = shared.iter().map(|&i| balls[i].clone()).collect();
+    let found = super::scan::ball_lookups(rel, &balls, false)
+        .into_iter()
+        .zip((0..balls.len()).map(|i| (i, false)))
+        .chain(
+            super::scan::ball_lookups(rel, &shared_balls, true)
+                .into_iter()
+                .zip(shared.into_iter().map(|i| (i, true))),
+        );
+    for (mut tids, (i, rescanned)) in found {
+        tids.sort_unstable();
+        let (want, ball) = (&expected[i], &balls[i]);
+        if tids != *want {
+            let twice = tids.windows(2).any(|w| w[0] == w[1]);
+            corrupt(format!(
+                "a lookup within {} of {} finds {} rows, {} are within it{}{}",
+                ball.1,
+                ball.0
+                    .iter()
+                    .map(|w| format!("{w:016x}"))
+                    .collect::<String>(),
+                tids.len(),
+                want.len(),
+                if twice { " (some twice)" } else { "" },
+                if rescanned { " (rescanned)" } else { "" },
+            ));
+        }
     }
 }
 

@@ -5,6 +5,10 @@
 //! The wait is a heavyweight lock wait, so isolationtester sees the backend as blocked and
 //! steps the other sessions meanwhile. Points are reached with no buffer lock held.
 //!
+//! `neardup.error_at` names a point where the backend raises the ERROR a cancel raises
+//! there (SQLSTATE 57014) instead: what `statement_timeout` or `pg_cancel_backend` does to
+//! a merge stopped at that step, made deterministic for tests of interrupted merges.
+//!
 //! | point            | where                                                          |
 //! |------------------|----------------------------------------------------------------|
 //! | `after_seal`     | a merge sealed the pending list, before writing its run        |
@@ -21,6 +25,7 @@ use std::ffi::CString;
 pub const PAUSE_KEY: i64 = 4711;
 
 static PAUSE_AT: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+static ERROR_AT: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 
 pub fn init() {
     GucRegistry::define_string_guc(
@@ -31,15 +36,33 @@ pub fn init() {
         GucContext::Suset,
         GucFlags::NO_SHOW_ALL,
     );
+    GucRegistry::define_string_guc(
+        c"neardup.error_at",
+        c"For tests: the point of the hamming index protocol where this backend raises the ERROR of a cancel.",
+        c"Empty (the default) raises nowhere.",
+        &ERROR_AT,
+        GucContext::Suset,
+        GucFlags::NO_SHOW_ALL,
+    );
+}
+
+fn names(setting: &GucSetting<Option<CString>>, point: &str) -> bool {
+    setting
+        .get()
+        .is_some_and(|p| p.to_bytes() == point.as_bytes())
 }
 
 /// Waits at `point` while another session holds the advisory lock `PAUSE_KEY`, if
-/// `neardup.pause_at` names it.
+/// `neardup.pause_at` names it; raises a cancel's ERROR there if `neardup.error_at` does.
 pub fn at(point: &str) {
-    let named = PAUSE_AT
-        .get()
-        .is_some_and(|p| p.to_bytes() == point.as_bytes());
-    if !named {
+    if names(&ERROR_AT, point) {
+        pgrx::ereport!(
+            ERROR,
+            pgrx::PgSqlErrorCode::ERRCODE_QUERY_CANCELED,
+            format!("canceling statement at {point} (neardup.error_at)")
+        );
+    }
+    if !names(&PAUSE_AT, point) {
         return;
     }
     // SAFETY: the advisory lock tag of pg_advisory_lock(bigint), taken and released at once

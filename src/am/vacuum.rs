@@ -169,7 +169,7 @@ fn drop_empty_runs(index: pg_sys::Relation, done: &HashMap<Chain, u64>) {
         .runs
         .iter()
         .filter(|r| r.rows == 0 && no_nulls(r))
-        .filter(|r| r.id != m.merging && !m.merge_inputs.contains(&r.id))
+        .filter(|r| !m.in_merge(r.id))
         .map(|r| r.id)
         .collect();
     if empty.is_empty() {

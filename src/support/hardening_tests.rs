@@ -168,6 +168,19 @@ fn hardening_index_check_is_not_public_and_needs_select_on_the_table() {
     );
     Spi::run("GRANT SELECT ON checked TO neardup_checker").unwrap();
     assert_eq!(as_role("neardup_checker", "SELECT hamming_index_check('checked_fp')"), None);
+    // Under row-level security the count it returns would say how many rows the policies
+    // hide from the role: refused for a role the policies apply to, not for the owner.
+    Spi::run(
+        "ALTER TABLE checked ENABLE ROW LEVEL SECURITY;
+         CREATE POLICY few ON checked FOR SELECT USING (id <= 10)",
+    )
+    .unwrap();
+    assert_eq!(
+        as_role("neardup_checker", "SELECT hamming_index_check('checked_fp')").as_deref(),
+        Some("42501")
+    );
+    assert_eq!(hardening_count("SELECT hamming_index_check('checked_fp')"), 100);
+    Spi::run("ALTER TABLE checked DISABLE ROW LEVEL SECURITY").unwrap();
     // The functions that read a table by name check SELECT too, before anything about the
     // table: `checked` has no unique index on id, and a text column, which a role that
     // may not read it must not learn (42P16 or 42804 here would tell).

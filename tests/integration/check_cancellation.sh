@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # statement_timeout = 1s stops every loop whose length grows with the data within 2 s:
-# batch pairs, clusters, components, CREATE INDEX, index scans, VACUUM, the index checker
+# batch pairs, clusters, components, CREATE INDEX, index scans (a wide batch's too), VACUUM, the index checker
 # and the text pipeline, each on an input that takes far longer (a statement that ends
 # before its timeout fails the check, so the inputs are proven large enough).
 set -euo pipefail
@@ -16,6 +16,9 @@ CREATE TABLE big WITH (autovacuum_enabled = off) AS SELECT i AS id, ((random() *
     FROM generate_series(1, 3000000) i;
 CREATE INDEX big_fp ON big USING hamming (fp);
 DELETE FROM big WHERE id % 3 = 0;
+CREATE TABLE wide AS SELECT i AS id, ('x' || md5(i::text) || md5((-i)::text))::bit(256)::hash256 AS code
+    FROM generate_series(1, 200000) i;
+CREATE INDEX wide_code ON wide USING hamming (code);
 CREATE TABLE texts AS SELECT repeat('lorem ipsum dolor sit amet ', 12000000) AS t;
 SQL
 
@@ -47,6 +50,11 @@ expect_cancelled "index scans" "SET enable_seqscan = off" \
     "SELECT count(*) FROM (SELECT fp FROM big LIMIT 200) q, big b WHERE b.fp <@ hamming_ball(q.fp, 40)"
 expect_cancelled "nearest rows" "SET enable_seqscan = off" \
     "SELECT count(*) FROM (SELECT fp FROM big LIMIT 200) q, LATERAL (SELECT id FROM big b ORDER BY b.fp <~> q.fp OFFSET 100000 LIMIT 1) n"
+# 200,000 centers at a radius the substring tables cannot cut: every row is tested
+# against every center (a page of rows at a time)
+expect_cancelled "wide batch" "SET enable_seqscan = off" \
+    "WITH b AS MATERIALIZED (SELECT hamming_batch(array_agg(id::bigint), array_agg(code), 100) AS batch FROM wide)
+     SELECT count(*) FROM b, wide WHERE code <@@ b.batch"
 expect_cancelled "index check" "SET maintenance_work_mem = '1GB'" "SELECT hamming_index_check('big_fp') FROM generate_series(1, 10)"
 expect_cancelled "vacuum" "SET vacuum_cost_delay = 0" "VACUUM big"
 expect_cancelled "text pipeline" "" "SELECT minhash(t || 'x') FROM texts"

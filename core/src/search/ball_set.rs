@@ -417,6 +417,14 @@ impl<const W: usize> WideBallLookup<W> {
 
     /// The position of the first ball containing `code`.
     pub fn first_containing(&self, code: &WideCode<W>) -> Option<usize> {
+        if self.tables.is_none() {
+            // In order: the first ball found is the first (a radius the tables cannot cut
+            // holds most codes in its first few balls).
+            return self
+                .centers
+                .iter()
+                .position(|c| c.hamming(code) <= self.radius);
+        }
         let mut first: Option<usize> = None;
         self.find(code, |i| first = Some(first.map_or(i, |f| f.min(i))));
         first

@@ -505,6 +505,13 @@ impl Meta {
         id
     }
 
+    /// Whether run `id` takes part in the merge table by table under way (the new run or one
+    /// of its inputs): between two trees its rows are spread over these runs' tables, each
+    /// tree of each table in one of them, so the runs are read together or not at all.
+    pub fn in_merge(&self, id: u32) -> bool {
+        id == self.merging || self.merge_inputs.contains(&id)
+    }
+
     /// Rows in the runs.
     pub fn run_rows(&self) -> u64 {
         self.runs.iter().map(|r| r.rows).sum()

@@ -280,7 +280,7 @@ const SMALL_RUN_ROWS: u64 = 16384;
 /// run, unless a merge table by table is moving it (its table 0 may be in the new run
 /// already, and its other tables still hold rows that must be probed there).
 pub fn compared_from_memory(meta: &Meta, run: &Run) -> bool {
-    run.rows <= SMALL_RUN_ROWS && run.id != meta.merging && !meta.merge_inputs.contains(&run.id)
+    run.rows <= SMALL_RUN_ROWS && !meta.in_merge(run.id)
 }
 
 /// The rows of the runs compared from memory (their table 0, permuted back).

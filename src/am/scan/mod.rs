@@ -25,6 +25,7 @@ use crate::hamming_query::HammingBall;
 use cache::{Row, ScanCache};
 use matches::Matches;
 use neardup_core::search::ball_set::BallLookup;
+use neardup_core::search::index_page::Tid;
 use ordered::{distance, Hit, Ordered, NULL_DISTANCE};
 use pgrx::prelude::*;
 use pgrx::{pg_sys, PgMemoryContexts};
@@ -365,6 +366,52 @@ pub unsafe extern "C-unwind" fn amgetbitmap(
             total += tids.len() as i64;
         }
     }
+}
+
+/// The TIDs that lookups of `balls` (a code's words, a radius) find, a list per ball, each
+/// through the plans an index scan of the ball makes, each TID as often as the scan returns
+/// it (`hamming_index_check` compares them with every row's distance). With `rescans`, the
+/// lookups share one cache as a nested loop's rescans do, which past
+/// `PASSES_BEFORE_SORTING` lookups compares the pending rows and small runs from memory.
+pub fn ball_lookups(
+    index: pg_sys::Relation,
+    balls: &[(Vec<u64>, u32)],
+    rescans: bool,
+) -> Vec<Vec<Tid>> {
+    if codes::words(index) != 1 {
+        return wide::ball_lookups(index, balls, rescans);
+    }
+    let mut shared: Option<ScanCache> = None;
+    let found = balls
+        .iter()
+        .map(|(words, radius)| {
+            let query = Query {
+                balls: vec![(words[0], *radius)],
+                ..Query::default()
+            };
+            let mut own = None;
+            let cache =
+                ScanCache::for_scan(if rescans { &mut shared } else { &mut own }, index, true);
+            let mut matches = Matches::new(&query, cache.meta.max_distance, true);
+            let mut tids = Vec::new();
+            loop {
+                let mut rows: Vec<Row> = Vec::new();
+                matches.fill(index, &query, cache, &mut rows, BATCH_ROWS);
+                if rows.is_empty() {
+                    break;
+                }
+                tids.extend(rows.iter().map(|r| r.1));
+            }
+            if let Some(cache) = own.as_mut() {
+                cache.release();
+            }
+            tids
+        })
+        .collect();
+    if let Some(cache) = shared.as_mut() {
+        cache.release();
+    }
+    found
 }
 
 #[pg_guard]

@@ -8,8 +8,9 @@
 //! are read (a descent, then the leaves of that key range), verified on the whole code
 //! (the entry holds it), and reported only from their *witness*, the first substring
 //! within its radius: each row once. A run whose probes would read more leaves than its
-//! table 0 holds is read whole instead (table 0 only). The pending rows are compared one
-//! by one.
+//! table 0 holds is read whole instead (table 0 only); the runs of a merge table by table
+//! are weighed, and read, together (`whole_leaves`). The pending rows are compared one by
+//! one.
 //!
 //! `ORDER BY code <~> q` goes nearest first by widening the radius (MIH's k-nearest
 //! search): a pass returns the rows whose distance is in (the last pass's radius, this
@@ -256,6 +257,40 @@ fn table_leaves(run: &Run, parts: &Parts) -> u64 {
         .sum()
 }
 
+/// Per run, the leaves of table 0 that reading it whole reads, and so what its probes are
+/// weighed against. The runs of a merge table by table share them: between two trees each
+/// of their rows has its table 0 in one of them and its other tables maybe in another (an
+/// input whose table 0 is all merged holds no leaf of it, but the rest of its tables), so
+/// reading one of them whole (table 0) and probing another would miss the rows whose first
+/// agreeing substring is in a table the whole read skips. They are read whole together,
+/// or probed together, which finds each of their rows once either way.
+fn whole_leaves(meta: &Meta, parts: &[Parts]) -> Vec<u64> {
+    let own: Vec<u64> = meta
+        .runs
+        .iter()
+        .zip(parts)
+        .map(|(run, parts)| table_leaves(run, parts))
+        .collect();
+    let merging: u64 = meta
+        .runs
+        .iter()
+        .zip(&own)
+        .filter(|(run, _)| meta.in_merge(run.id))
+        .map(|(_, leaves)| leaves)
+        .sum();
+    meta.runs
+        .iter()
+        .zip(own)
+        .map(|(run, leaves)| {
+            if meta.in_merge(run.id) {
+                merging
+            } else {
+                leaves
+            }
+        })
+        .collect()
+}
+
 /// Where every lookup starts: run 0, table 0, before its descent.
 const START: Step = Step::Table {
     run: 0,
@@ -273,14 +308,13 @@ fn plans<P: Rest>(
     read: impl Fn(usize) -> bool,
 ) -> Vec<RunPlan> {
     let bits = SubstringTables::<P>::BITS;
+    let whole_leaves = whole_leaves(&cache.meta, &cache.parts);
     cache
-        .meta
-        .runs
+        .layouts
         .iter()
-        .zip(&cache.layouts)
-        .zip(&cache.parts)
+        .zip(whole_leaves)
         .enumerate()
-        .map(|(i, ((run, layout), parts))| {
+        .map(|(i, (layout, leaves))| {
             if !read(i) {
                 return RunPlan::Skip;
             }
@@ -292,7 +326,6 @@ fn plans<P: Rest>(
             };
             let mut values = vec![Vec::new(); cut.count() as usize];
             let mut probes = 0u64;
-            let leaves = table_leaves(run, parts);
             let mut whole = false;
             cut.for_each_probe(&center, |k, value| {
                 probes += 1;
@@ -338,6 +371,8 @@ impl Lookup {
         want: usize,
     ) {
         while out.len() < want && self.step != Step::Done {
+            // A page's rows may each be tested against every center of a large batch.
+            pgrx::check_for_interrupts!();
             self.step = self.advance(index, query, cache, out);
         }
     }
@@ -522,7 +557,10 @@ impl Lookup {
             Step::Pending if !self.pending => Step::Done,
             Step::Pending => {
                 let all = self.nulls;
-                for row in cache.pending(index) {
+                for (i, row) in cache.pending(index).iter().enumerate() {
+                    if i % 1024 == 0 {
+                        pgrx::check_for_interrupts!();
+                    }
                     let keep = match &row.code {
                         Some(code) => self.accepts(query, code),
                         None => all,
@@ -810,14 +848,12 @@ impl BatchLookup {
         let bits = SubstringTables::<P>::BITS;
         let centers = batch.len() as f64;
         let whole: Vec<bool> = cache
-            .meta
-            .runs
+            .layouts
             .iter()
-            .zip(&cache.layouts)
-            .zip(&cache.parts)
-            .map(|((run, layout), parts)| {
+            .zip(whole_leaves(&cache.meta, &cache.parts))
+            .map(|(layout, leaves)| {
                 match Substrings::new(bits, layout.substrings().count(), batch.radius()) {
-                    Ok(cut) => cut.probe_count() * centers > table_leaves(run, parts) as f64,
+                    Ok(cut) => cut.probe_count() * centers > leaves as f64,
                     Err(_) => true, // a radius of every code
                 }
             })
@@ -915,6 +951,58 @@ pub fn lookup<P: Rest>(query: &WideQuery, cache: &WideCache<P>) -> Unordered {
         lookup.step = Step::Done;
     }
     Unordered::One(lookup)
+}
+
+/// `super::ball_lookups` on a wide index.
+pub fn ball_lookups(
+    index: pg_sys::Relation,
+    balls: &[(Vec<u64>, u32)],
+    rescans: bool,
+) -> Vec<Vec<Tid>> {
+    fn of<P: Rest>(
+        index: pg_sys::Relation,
+        balls: &[(Vec<u64>, u32)],
+        rescans: bool,
+    ) -> Vec<Vec<Tid>> {
+        let mut shared: Option<WideCache<P>> = None;
+        let found = balls
+            .iter()
+            .map(|(words, radius)| {
+                let mut center = [0u64; 4];
+                center[..words.len()].copy_from_slice(words);
+                let query = WideQuery {
+                    balls: vec![(WideCode(center), *radius)],
+                    ..WideQuery::default()
+                };
+                let mut own = None;
+                let cache = if rescans { &mut shared } else { &mut own }
+                    .get_or_insert_with(|| WideCache::new(index));
+                let mut lookup = lookup(&query, cache);
+                let mut tids = Vec::new();
+                loop {
+                    let mut rows = Vec::new();
+                    lookup.fill(index, &query, cache, &mut rows, BATCH_ROWS);
+                    if rows.is_empty() {
+                        break;
+                    }
+                    tids.extend(rows.iter().map(|f| f.tid));
+                }
+                if let Some(cache) = own.as_mut() {
+                    cache.release();
+                }
+                tids
+            })
+            .collect();
+        if let Some(cache) = shared.as_mut() {
+            cache.release();
+        }
+        found
+    }
+    if crate::am::codes::words(index) == 2 {
+        of::<[u64; 1]>(index, balls, rescans)
+    } else {
+        of::<[u64; 3]>(index, balls, rescans)
+    }
 }
 
 /// A scan of a wide index, whatever its width: what the access method's callbacks call.
