@@ -48,14 +48,14 @@ pending() { q -c "SELECT meta_u32('w_fp', 28) * $PER_PAGE"; }
 # insert STATEMENTS MERGE_WAIT: that many INSERTs of pending_limit rows each, in one
 # session; sets MS (their time) and MOST (the most pending rows after any of them).
 insert() {
-    local start i
+    local start i p
     MOST=0
     start=$(date +%s%N)
     for i in $(seq "$1"); do
         q -c "SET neardup.merge_wait = '$2'" \
             -c "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, $LIMIT_ROWS)"
         p=$(pending)
-        ((p > MOST)) && MOST=$p
+        if ((p > MOST)); then MOST=$p; fi
     done
     MS=$((($(date +%s%N) - start) / 1000000))
 }
