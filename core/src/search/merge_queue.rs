@@ -14,6 +14,12 @@
 //! A request only says "this index's pending list is past its limit": the truth is in the
 //! index's metapage, so a request lost in a crash is made again by the next insert, and a
 //! stale one costs a look at the metapage.
+//!
+//! The queue also tells inserters when waiting for it is pointless: a request no worker has
+//! served for a while (`stalled`: its index is locked by DDL such as REINDEX CONCURRENTLY,
+//! or no worker runs), or no free background worker slot for a worker (`cannot_start`).
+//! They then merge themselves, so that the pending list, which every lookup reads, stays
+//! bounded.
 
 /// Indexes that can wait at once (more: the inserter merges itself, as without workers).
 pub const MAX_REQUESTS: usize = 256;
@@ -26,6 +32,10 @@ pub const MAX_FAILURES: u32 = 8;
 /// Microseconds, as PostgreSQL's `TimestampTz`.
 pub type Micros = i64;
 
+/// How long after a launch found no free background worker slot inserters take it that no
+/// worker can start (the launcher tries again at least this often while requests wait).
+pub const NO_SLOT_RETRY: Micros = 10_000_000;
+
 /// An index waiting for a merge; `db == 0` is an empty entry.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -36,6 +46,9 @@ pub struct Request {
     pub not_before: Micros,
     /// Failures in a row so far.
     pub failures: u32,
+    /// Since when the index has waited for a merge: kept while the request is postponed or
+    /// fails, reset when a merge of the index is done.
+    pub since: Micros,
 }
 
 /// A worker slot, owned by the launcher (`in_use`), filled in by its worker.
@@ -50,6 +63,8 @@ pub struct Worker {
     pub index: u32,
     /// The failures of that index's request before it was taken.
     pub failures: u32,
+    /// Since when that index has waited for a merge (`Request::since`).
+    pub since: Micros,
     /// The address of the worker's latch once it runs (0 before).
     pub latch: usize,
     pub pid: i32,
@@ -72,6 +87,9 @@ pub struct MergeQueue {
     pub held_until: Micros,
     /// Launches so far.
     pub launches: u32,
+    /// When the launcher last found no free background worker slot (`max_worker_processes`
+    /// all taken), or 0 if its last launch succeeded.
+    pub no_slot_at: Micros,
 }
 
 impl Default for MergeQueue {
@@ -84,6 +102,7 @@ impl Default for MergeQueue {
             held_db: 0,
             held_until: 0,
             launches: 0,
+            no_slot_at: 0,
         }
     }
 }
@@ -104,8 +123,8 @@ pub fn backoff(failures: u32) -> Micros {
 }
 
 impl MergeQueue {
-    /// Asks for a merge of `index` of database `db`.
-    pub fn request(&mut self, db: u32, index: u32) -> Queued {
+    /// Asks for a merge of `index` of database `db`, at `now`.
+    pub fn request(&mut self, db: u32, index: u32, now: Micros) -> Queued {
         if self.is_queued(db, index) {
             return Queued::AlreadyQueued;
         }
@@ -116,6 +135,7 @@ impl MergeQueue {
                     index,
                     not_before: 0,
                     failures: 0,
+                    since: now,
                 };
                 Queued::Added
             }
@@ -172,22 +192,48 @@ impl MergeQueue {
         let w = &mut self.workers[worker];
         w.index = r.index;
         w.failures = r.failures;
+        w.since = r.since;
         Some(r.index)
     }
 
-    /// The worker's merge is done.
-    pub fn finish(&mut self, worker: usize) {
-        let w = &mut self.workers[worker];
-        w.index = 0;
-        w.failures = 0;
+    /// The worker's merge is done at `now`: a request inserts made for the index meanwhile
+    /// waits from now on.
+    pub fn finish(&mut self, worker: usize, now: Micros) {
+        let w = self.clear_merge(worker);
+        if let Some(r) = self
+            .requests
+            .iter_mut()
+            .find(|r| r.db == w.db && r.index == w.index)
+        {
+            r.since = now;
+        }
     }
 
-    /// The worker left its index for later without failing (it was busy, or a lock was
-    /// wanted): requeued, to be taken again after `delay`.
-    pub fn postpone(&mut self, worker: usize, now: Micros, delay: Micros) {
+    /// Takes the worker's merge off it (it is free for the next request); returns it as it
+    /// was.
+    fn clear_merge(&mut self, worker: usize) -> Worker {
         let w = self.workers[worker];
-        self.finish(worker);
-        self.requeue(w.db, w.index, now + delay, w.failures);
+        let slot = &mut self.workers[worker];
+        slot.index = 0;
+        slot.failures = 0;
+        slot.since = 0;
+        w
+    }
+
+    /// The worker merged its index but inserts filled the list again meanwhile: requeued,
+    /// to be taken again at once, waiting from now on.
+    pub fn again(&mut self, worker: usize, now: Micros) {
+        let w = self.workers[worker];
+        self.finish(worker, now);
+        self.requeue(w.db, w.index, now, 0, now);
+    }
+
+    /// The worker left its index for later without failing or merging it (it was busy, or
+    /// a lock was wanted): requeued, to be taken again after `delay`, still waiting since
+    /// it was first asked for.
+    pub fn postpone(&mut self, worker: usize, now: Micros, delay: Micros) {
+        let w = self.clear_merge(worker);
+        self.requeue(w.db, w.index, now + delay, w.failures, w.since);
     }
 
     /// The worker stopped (an ERROR or a signal) while merging: its index is requeued with
@@ -201,28 +247,65 @@ impl MergeQueue {
         let failures = w.failures + 1;
         let dropped = failures >= MAX_FAILURES || self.is_held(w.db, now);
         if !dropped {
-            self.requeue(w.db, w.index, now + backoff(failures), failures);
+            self.requeue(w.db, w.index, now + backoff(failures), failures, w.since);
         }
         Some((w.index, dropped))
     }
 
-    fn requeue(&mut self, db: u32, index: u32, not_before: Micros, failures: u32) {
+    fn requeue(&mut self, db: u32, index: u32, not_before: Micros, failures: u32, since: Micros) {
         if let Some(r) = self
             .requests
             .iter_mut()
             .find(|r| r.db == db && r.index == index)
         {
-            // An insert asked again meanwhile: keep the backoff anyway.
+            // An insert asked again meanwhile: keep the backoff anyway, and the older wait.
             r.not_before = r.not_before.max(not_before);
             r.failures = failures;
+            r.since = r.since.min(since);
         } else if let Some(free) = self.requests.iter_mut().find(|r| r.db == 0) {
             *free = Request {
                 db,
                 index,
                 not_before,
                 failures,
+                since,
             };
         }
+    }
+
+    /// Whether the request for `index` of `db` has waited `after` or longer without a
+    /// merge of the index being done, and no worker merges it now: the workers are not
+    /// making progress on it (DDL holds the index's lock, a worker fails or cannot start,
+    /// or they are busy elsewhere), and its inserter had better merge itself.
+    pub fn stalled(&self, db: u32, index: u32, now: Micros, after: Micros) -> bool {
+        !self.being_merged(db, index)
+            && self
+                .requests
+                .iter()
+                .any(|r| r.db == db && r.index == index && now - r.since >= after)
+    }
+
+    /// Whether no worker can serve `db` now: the launcher found no free background worker
+    /// slot less than `NO_SLOT_RETRY` ago, and no worker of `db` runs.
+    pub fn cannot_start(&self, db: u32, now: Micros) -> bool {
+        self.no_slot_at != 0
+            && now - self.no_slot_at < NO_SLOT_RETRY
+            && !self
+                .workers
+                .iter()
+                .any(|w| w.in_use && !w.exiting && w.db == db)
+    }
+
+    /// The postmaster had a background worker slot for the last launch.
+    pub fn slot_found(&mut self) {
+        self.no_slot_at = 0;
+    }
+
+    /// The launch of a worker in `slot` failed for want of a background worker slot, at
+    /// `now`: the slot is free again (the request stays, for the next try).
+    pub fn no_slot(&mut self, slot: usize, now: Micros) {
+        self.workers[slot] = Worker::default();
+        self.no_slot_at = now;
     }
 
     /// A database and a free slot to start a worker in: a database with a ready request and
@@ -309,34 +392,34 @@ mod tests {
     #[test]
     fn requests_are_deduplicated_and_bounded() {
         let mut q = MergeQueue::default();
-        assert_eq!(q.request(1, 100), Queued::Added);
-        assert_eq!(q.request(1, 100), Queued::AlreadyQueued);
-        assert_eq!(q.request(2, 100), Queued::Added);
+        assert_eq!(q.request(1, 100, 0), Queued::Added);
+        assert_eq!(q.request(1, 100, 0), Queued::AlreadyQueued);
+        assert_eq!(q.request(2, 100, 0), Queued::Added);
         for i in 2..MAX_REQUESTS as u32 {
-            assert_eq!(q.request(3, i), Queued::Added);
+            assert_eq!(q.request(3, i, 0), Queued::Added);
         }
-        assert_eq!(q.request(3, 9999), Queued::Full);
+        assert_eq!(q.request(3, 9999, 0), Queued::Full);
     }
 
     #[test]
     fn a_worker_takes_only_its_database_and_ready_requests() {
         let mut q = queue_with_worker(1);
-        q.request(2, 200);
+        q.request(2, 200, 0);
         assert_eq!(q.take(0, 0), None);
-        q.request(1, 100);
+        q.request(1, 100, 0);
         assert_eq!(q.idle_worker(1), Some(0));
         assert_eq!(q.take(0, 0), Some(100));
         assert_eq!(q.idle_worker(1), None, "busy");
         assert!(!q.is_queued(1, 100), "taken out of the queue");
         // An insert asks again while it merges: queued again, for after this merge, and
         // no second worker is started for it meanwhile.
-        assert_eq!(q.request(1, 100), Queued::Added);
+        assert_eq!(q.request(1, 100, 0), Queued::Added);
         assert_eq!(
             q.to_launch(0, 2),
             Some((1, 2)),
             "only database 2 needs a worker"
         );
-        q.finish(0);
+        q.finish(0, 0);
         assert_eq!(q.idle_worker(1), Some(0));
         assert!(q.has_ready(1, 0));
         assert_eq!(q.take(0, 0), Some(100));
@@ -361,7 +444,7 @@ mod tests {
     #[test]
     fn failures_back_off_and_are_dropped_in_the_end() {
         let mut q = queue_with_worker(1);
-        q.request(1, 100);
+        q.request(1, 100, 0);
         let mut now = 0;
         for n in 1..MAX_FAILURES {
             assert_eq!(q.take(0, now), Some(100));
@@ -381,13 +464,13 @@ mod tests {
     #[test]
     fn success_resets_the_failure_count() {
         let mut q = queue_with_worker(1);
-        q.request(1, 100);
+        q.request(1, 100, 0);
         q.take(0, 0);
         q.release(0, 0);
         q.workers[0] = queue_with_worker(1).workers[0];
         q.take(0, backoff(1));
-        q.finish(0);
-        q.request(1, 100);
+        q.finish(0, backoff(1));
+        q.request(1, 100, 0);
         assert_eq!(q.take(0, backoff(1)), Some(100));
         assert_eq!(q.workers[0].failures, 0);
     }
@@ -395,7 +478,7 @@ mod tests {
     #[test]
     fn postponed_requests_keep_their_failures_and_wait() {
         let mut q = queue_with_worker(1);
-        q.request(1, 100);
+        q.request(1, 100, 0);
         q.take(0, 0);
         q.postpone(0, 0, 500);
         assert_eq!(q.take(0, 499), None);
@@ -406,8 +489,8 @@ mod tests {
     fn launches_one_worker_per_database_until_its_workers_are_busy() {
         let mut q = MergeQueue::default();
         assert_eq!(q.to_launch(0, 2), None, "nothing queued");
-        q.request(1, 100);
-        q.request(1, 101);
+        q.request(1, 100, 0);
+        q.request(1, 101, 0);
         assert_eq!(q.to_launch(0, 2), Some((0, 1)));
         assert_eq!(q.launch(0, 1), 1);
         // Started (not yet running: no latch): serves database 1.
@@ -417,7 +500,7 @@ mod tests {
         // Busy, and 101 waits: a second worker.
         assert_eq!(q.to_launch(0, 2), Some((1, 1)));
         q.workers[1] = q.workers[0];
-        q.request(2, 200);
+        q.request(2, 200, 0);
         assert_eq!(q.to_launch(0, 2), None, "merge_workers reached");
         assert_eq!(q.to_launch(0, 3), Some((2, 2)));
         // A worker that is exiting does not serve its database any more.
@@ -430,18 +513,74 @@ mod tests {
     #[test]
     fn a_held_database_gets_no_worker_until_released() {
         let mut q = queue_with_worker(1);
-        q.request(1, 100);
-        q.request(2, 200);
+        q.request(1, 100, 0);
+        q.request(2, 200, 0);
         q.take(0, 0);
         assert_eq!(q.hold_database(1, 1000), vec![10]);
         assert!(q.is_queued(2, 200));
         // Its worker, stopped, does not requeue; a new request waits for the hold's end.
         assert_eq!(q.release(0, 10), Some((100, true)));
-        q.request(1, 101);
+        q.request(1, 101, 0);
         assert_eq!(q.to_launch(10, 2), Some((0, 2)));
         assert_eq!(q.to_launch(1000, 2), Some((0, 1)));
         // One database is held at a time (DDL on databases is rare and brief).
         q.hold_database(2, 1000);
         assert_eq!(q.to_launch(10, 2), Some((0, 1)));
+    }
+
+    #[test]
+    fn a_request_no_worker_serves_stalls_until_a_merge_of_it_is_done() {
+        let mut q = queue_with_worker(1);
+        q.request(1, 100, 1_000);
+        assert!(!q.stalled(1, 100, 1_049, 50), "waited less than 50");
+        assert!(q.stalled(1, 100, 1_050, 50), "untaken for 50");
+        assert!(!q.stalled(1, 101, 1_050, 50), "no request for 101");
+        assert!(!q.stalled(2, 100, 1_050, 50), "another database's index");
+        // Taken: a worker merges it, however long.
+        q.take(0, 1_050);
+        assert!(!q.stalled(1, 100, 9_000, 50));
+        // Inserts ask again meanwhile; the worker's lock attempt fails (DDL holds the
+        // index): postponed, the index still waits since it was first asked for.
+        assert_eq!(q.request(1, 100, 2_000), Queued::Added);
+        q.postpone(0, 2_100, 500);
+        assert_eq!(q.requests[0].since, 1_000);
+        assert!(q.stalled(1, 100, 2_100, 50));
+        // Taken again and merged: the wait starts again.
+        q.take(0, 2_600);
+        q.request(1, 100, 2_700);
+        q.finish(0, 3_000);
+        assert!(!q.stalled(1, 100, 3_049, 50));
+        assert!(q.stalled(1, 100, 3_050, 50));
+        // Merged but refilled meanwhile: requeued, waiting from then on.
+        q.take(0, 3_050);
+        q.again(0, 4_000);
+        assert!(q.is_queued(1, 100));
+        assert!(!q.stalled(1, 100, 4_049, 50));
+        // A failure keeps the wait (a worker that fails makes no progress).
+        q.take(0, 4_050);
+        q.release(0, 4_060);
+        assert!(q.stalled(1, 100, 4_060, 60));
+    }
+
+    #[test]
+    fn no_worker_can_start_while_slots_are_missing_and_none_runs() {
+        let mut q = MergeQueue::default();
+        q.request(1, 100, 0);
+        assert!(!q.cannot_start(1, 0), "no launch tried yet");
+        let (slot, db) = q.to_launch(0, 2).unwrap();
+        q.launch(slot, db);
+        q.no_slot(slot, 10);
+        assert!(!q.workers[slot].in_use, "the slot is free again");
+        assert!(q.is_queued(1, 100), "the request stays for the next try");
+        assert!(q.cannot_start(1, 10));
+        assert!(q.cannot_start(2, 10 + NO_SLOT_RETRY - 1));
+        assert!(!q.cannot_start(1, 10 + NO_SLOT_RETRY), "time to try again");
+        // A database whose worker runs is still served.
+        q.workers[1] = queue_with_worker(2).workers[0];
+        assert!(!q.cannot_start(2, 10));
+        assert!(q.cannot_start(1, 10));
+        // A launch that found a slot clears it.
+        q.slot_found();
+        assert!(!q.cannot_start(1, 10));
     }
 }

@@ -4,14 +4,29 @@
 //! database with waiting requests while fewer than `neardup.merge_workers` run, as the
 //! autovacuum launcher does. It also frees the slot of a worker that never ran (its
 //! database could not be connected to, or the postmaster could not start it).
+//!
+//! When `max_worker_processes` leaves no slot for a worker (the launcher takes one, and
+//! PostgreSQL's logical replication launcher another), it says so once in the server log
+//! and records it in the queue (`MergeQueue::no_slot`): inserters then merge themselves, as
+//! when no launcher runs, until a launch finds a slot again (it tries at least every
+//! `NAP_MS` while requests wait).
 
 use super::{my_latch, wait_on_latch, MERGE_WORKERS, QUEUE};
+use neardup_core::search::merge_queue::NO_SLOT_RETRY;
 use pgrx::bgworkers::{BackgroundWorkerBuilder, BgWorkerStartTime, DynamicBackgroundWorker};
 use pgrx::pg_sys;
+use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
+use pgrx::{PgLogLevel, PgSqlErrorCode};
+use std::sync::atomic::{AtomicBool, Ordering};
 
-/// How long the launcher sleeps when no request waits for a backoff.
+/// How long the launcher sleeps when no request waits for a backoff (inserters take it
+/// that no worker can start for as long after a launch found no slot).
 const NAP_MS: i64 = 10_000;
+const _: () = assert!(NAP_MS * 1000 == NO_SLOT_RETRY);
+
+/// Whether this launcher has said that no slot is left for a worker.
+static NO_SLOT_LOGGED: AtomicBool = AtomicBool::new(false);
 
 #[pg_guard]
 #[no_mangle]
@@ -84,14 +99,35 @@ fn launch(started: &mut Vec<(usize, u32, DynamicBackgroundWorker)>, now: i64) {
             .set_notify_pid(unsafe { pg_sys::MyProcPid })
             .load_dynamic();
         match worker {
-            Ok(handle) => started.push((slot, launch, handle)),
+            Ok(handle) => {
+                QUEUE.exclusive().0.slot_found();
+                started.push((slot, launch, handle));
+            }
             Err(_) => {
-                // No free background worker slot (max_worker_processes): try again later.
-                QUEUE.exclusive().0.workers[slot] = Default::default();
+                // No free background worker slot (max_worker_processes): inserters merge
+                // themselves meanwhile; try again later.
+                QUEUE.exclusive().0.no_slot(slot, now);
+                log_no_slot();
                 return;
             }
         }
     }
+}
+
+/// Says once per launcher that workers cannot start, and what to do about it.
+fn log_no_slot() {
+    if NO_SLOT_LOGGED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    ErrorReport::new(
+        PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+        "neardup merge launcher: no background worker slot is free for a merge worker; inserting backends merge hamming indexes themselves",
+        "neardup",
+    )
+    .set_hint(
+        "Raise max_worker_processes: the launcher takes one slot, each of neardup.merge_workers one more, beside PostgreSQL's own workers and parallel query.",
+    )
+    .report(PgLogLevel::LOG);
 }
 
 #[pg_guard]

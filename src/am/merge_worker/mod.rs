@@ -13,7 +13,13 @@
 //!
 //! Merges stay in the inserting backend (as without the preload) for an index the workers
 //! cannot see: one created or given new storage (TRUNCATE, REINDEX) by the inserter's own
-//! transaction, and temporary ones; and when the queue is full.
+//! transaction, and temporary ones; when the queue is full; and when no worker can start
+//! (the launcher found no free slot in `max_worker_processes`, `MergeQueue::cannot_start`).
+//! An inserter that would wait also merges itself, instead of waiting, once the workers
+//! make no progress on its index: its request has waited `neardup.merge_wait` with no
+//! merge of the index done and no worker at it now (`MergeQueue::stalled`: DDL such as
+//! REINDEX CONCURRENTLY holds the lock a worker tries, or its workers fail). So the list
+//! stays bounded, as without workers, whatever keeps them from it.
 //!
 //! `neardup.merge_cost_delay` and `neardup.merge_cost_limit` throttle the workers' page
 //! reads and writes as autovacuum's are throttled (`throttle`).
@@ -130,22 +136,30 @@ pub fn init() {
     databases::install_hook();
 }
 
-/// Whether this backend hands merges of `index` to the workers.
+/// Whether this backend hands merges of `index` to the workers: they can see it, and a
+/// launcher runs that can start a worker (with too few `max_worker_processes` for it, or
+/// for a worker, the inserter merges itself, as without the preload).
 fn workers_serve(index: pg_sys::Relation) -> bool {
     if !PRELOADED.load(Ordering::Relaxed) || MERGE_WORKERS.get() == 0 {
         return false;
     }
-    // SAFETY: an open relation.
+    // SAFETY: an open relation; a global of this backend and a clock read.
     unsafe {
-        (*(*index).rd_rel).relpersistence != pg_sys::RELPERSISTENCE_TEMP as i8
-            && !page::storage_is_this_transactions(index)
-            && QUEUE.share().0.launcher_pid != 0
+        if (*(*index).rd_rel).relpersistence == pg_sys::RELPERSISTENCE_TEMP as i8
+            || page::storage_is_this_transactions(index)
+        {
+            return false;
+        }
+        let (db, now) = (pg_sys::MyDatabaseId.to_u32(), pg_sys::GetCurrentTimestamp());
+        let q = QUEUE.share();
+        q.0.launcher_pid != 0 && !q.0.cannot_start(db, now)
     }
 }
 
 /// The inserter's part, once its pending list holds `rows` ≥ `limit` rows: asks a worker
 /// for the merge and returns true, waiting (bounded) if the workers are far behind; false
-/// when the workers cannot serve this index, and the inserter merges itself.
+/// when the workers cannot serve this index, or are far behind and make no progress on
+/// it, and the inserter merges itself.
 pub fn hand_off(index: pg_sys::Relation, rows: u64, limit: u64) -> bool {
     if !workers_serve(index) {
         return false;
@@ -156,10 +170,7 @@ pub fn hand_off(index: pg_sys::Relation, rows: u64, limit: u64) -> bool {
     if (rows - limit).is_multiple_of(per_page) && !request(index) {
         return false;
     }
-    if rows >= behind(limit) {
-        wait_for_seal(index, limit);
-    }
-    true
+    rows < behind(limit) || wait_for_seal(index, limit)
 }
 
 /// Queues a merge of `index` and wakes a worker of its database (or the launcher); false if
@@ -173,8 +184,10 @@ fn request(index: pg_sys::Relation) -> bool {
             return true;
         }
     }
+    // SAFETY: a clock read.
+    let now = unsafe { pg_sys::GetCurrentTimestamp() };
     let mut q = QUEUE.exclusive();
-    let queued = q.0.request(db, oid);
+    let queued = q.0.request(db, oid, now);
     if queued == Queued::Added {
         let latch = match q.0.idle_worker(db) {
             Some(w) => q.0.workers[w].latch,
@@ -214,32 +227,55 @@ fn my_latch() -> usize {
 static WAITED_IN: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
 
 /// Waits until a worker sealed the pending list or `neardup.merge_wait` passed (once per
-/// statement).
-fn wait_for_seal(index: pg_sys::Relation, limit: u64) {
+/// statement), and returns true; returns false, at once or while waiting, when the
+/// workers make no progress on the index (`stalled`): the inserter merges itself then.
+fn wait_for_seal(index: pg_sys::Relation, limit: u64) -> bool {
+    let budget = MERGE_WAIT.get() as i64 * 1000;
+    if stalled(index, budget) {
+        return false;
+    }
     // SAFETY: plain reads of this backend's state.
     let statement = unsafe { pg_sys::GetCurrentStatementStartTimestamp() };
     if WAITED_IN.load(Ordering::Relaxed) == statement {
-        return;
+        return true;
     }
-    let budget = MERGE_WAIT.get() as i64 * 1000;
     // SAFETY: as above.
     let start = unsafe { pg_sys::GetCurrentTimestamp() };
     loop {
         let m = meta::read(index);
         if m.pending.row_capacity(codes::entry_size(index)) < behind(limit) {
-            return;
+            return true;
+        }
+        if stalled(index, budget) {
+            return false;
         }
         // SAFETY: as above.
         let waited = unsafe { pg_sys::GetCurrentTimestamp() } - start;
         if waited >= budget {
             WAITED_IN.store(statement, Ordering::Relaxed);
-            return;
+            return true;
         }
         wait_on_latch(
             ((budget - waited) / 1000).clamp(1, 10),
             "NeardupMergeBehind",
         );
     }
+}
+
+/// Whether the workers made no progress on `index` for `after` microseconds (its request
+/// waits untaken, or was postponed or failed, and no worker merges it now), or none can
+/// start: waiting for them is pointless.
+fn stalled(index: pg_sys::Relation, after: i64) -> bool {
+    // SAFETY: globals of this backend; an open relation; a clock read.
+    let (db, oid, now) = unsafe {
+        (
+            pg_sys::MyDatabaseId.to_u32(),
+            (*index).rd_id.to_u32(),
+            pg_sys::GetCurrentTimestamp(),
+        )
+    };
+    let q = QUEUE.share();
+    q.0.stalled(db, oid, now, after) || q.0.cannot_start(db, now)
 }
 
 /// Waits on this process's latch for `ms` milliseconds at most, shown in pg_stat_activity

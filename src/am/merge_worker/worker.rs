@@ -96,9 +96,9 @@ pub extern "C-unwind" fn neardup_merge_worker(arg: pg_sys::Datum) {
                 let now = unsafe { pg_sys::GetCurrentTimestamp() };
                 let mut q = QUEUE.exclusive();
                 match outcome {
-                    Outcome::Done | Outcome::Gone => q.0.finish(slot),
+                    Outcome::Done | Outcome::Gone => q.0.finish(slot, now),
                     Outcome::Later => q.0.postpone(slot, now, BUSY_RETRY_US),
-                    Outcome::Again => q.0.postpone(slot, now, 0),
+                    Outcome::Again => q.0.again(slot, now),
                 }
                 idle_since = now;
             }
