@@ -85,6 +85,7 @@ mod tests {
     include!("neardup_keep/tests.rs");
     include!("hamming_query/tests.rs");
     include!("hamming_query/batch_tests.rs");
+    include!("hamming_query/volatile_tests.rs");
     include!("support/hardening_tests.rs");
     include!("wide_codes/tests.rs");
 }

@@ -1,18 +1,33 @@
 //! The planner hook: where an index of the `hamming` access method can serve an upper bound
 //! on a Hamming distance, adds the `hamming_within` call whose support function can use it
-//! and estimate its selectivity, keeping the bound as written beside it.
+//! and estimate its selectivity, keeping the bound as written beside it (or replacing it,
+//! when an operand must be evaluated once).
 //!
 //! | written                          | planned                                             |
 //! |----------------------------------|-----------------------------------------------------|
 //! | `hamming(x, y) <= k`, `k >= ...` | `hamming(x, y) <= k AND hamming_within(x, y, k)`    |
 //! | `hamming(x, y) < k`, `k > ...`   | `hamming(x, y) < k AND hamming_within(x, y, k - 1)` |
+//! | the same, x, y or k volatile or  | `hamming_within(x, y, k)`, `hamming_within(x, y,    |
+//! | holding a subquery               | k - 1)`: the bound replaced, not kept               |
 //!
 //! and the same with `x <~> y`, for `simhash64`, `bigint`, `hash256` and `hash128`. Only the built-in `integer`
 //! comparison operators are matched, so nothing else changes. The rewrite is exact, NULLs
 //! included: every function involved is STRICT, and both conjuncts evaluate the same three
 //! expressions, so they are NULL, true or false together. For a `k` only known at run time,
 //! `k - 1` is built as `int4larger(k, -1) - 1`, which cannot overflow where `k - 1` would
-//! (k = -2147483648, where `hamming(x, y) < k` is simply false).
+//! (k = -2147483648, where `hamming(x, y) < k` is simply false), and reads `k` once.
+//!
+//! **Evaluated once.** Keeping the bound copies x, y and k into the call, and each copy is
+//! evaluated on its own: a volatile function would be called twice a row, and a subquery
+//! planned twice, as two InitPlans that each pick their own row
+//! (`hamming(fp, (SELECT fp FROM t ORDER BY random() LIMIT 1)) <= 0` found no row when the
+//! index condition read one pick and the kept bound the other). So when an operand is
+//! volatile or holds a subquery, the call alone, on the operands themselves, replaces the
+//! bound, as the explicit `hamming_within` form would be planned. A subquery's InitPlan is
+//! then computed once and still probes the index; a volatile probe cannot (the support
+//! function, like PostgreSQL, gives an index condition only for a probe and radius that are
+//! not volatile and do not read the indexed table). What the kept bound gives beyond the
+//! call (below) is lost there, e.g. run-time partition pruning by a subquery's radius.
 //!
 //! **Only where it can help.** A bound is rewritten only when `x` or `y` is a column with a
 //! `hamming` index: a Var of the query level of the bound (maybe under a RelabelType) of a
@@ -30,7 +45,8 @@
 //!
 //! **Selectivity.** PostgreSQL multiplies the selectivities of the two conjuncts, and the
 //! kept bound's is the default guess for an inequality on an expression (1/3) unless
-//! statistics on that very expression exist. So the hook marks its call (below, [`GENERATED`])
+//! statistics on that very expression exist. So the hook marks a call it keeps the bound
+//! beside (below, [`GENERATED`])
 //! and the support function answers, for a marked call, its own estimate divided by the
 //! kept bound's (at most 1): the product is then the support function's estimate, or the
 //! kept bound's when that is lower (only for radii of about 30 bits and more, far above a
@@ -382,17 +398,18 @@ unsafe extern "C-unwind" fn rewrite_node(node: *mut Node, context: *mut c_void) 
         }
         if let Some(bound) = match_bound(node, &ctx.catalog) {
             if !ctx.keeps(&bound) && helps(&bound, ctx.query, &ctx.catalog) {
-                return kept_and_within(node, &ctx.catalog, context);
+                return rewrite_bound(node, &ctx.catalog, context);
             }
         }
         expression_tree_mutator(node, context)
     }
 }
 
-/// `bound AND hamming_within(x, y, k)` for the bound `node`: the bound with its operands
-/// rewritten in turn (they may hold sublinks with bounds of their own), then the call on
-/// copies of them (the planner expects no node to be reachable twice).
-unsafe fn kept_and_within(node: *mut Node, catalog: &Catalog, context: *mut c_void) -> *mut Node {
+/// The bound `node` rewritten: its operands rewritten in turn (they may hold sublinks with
+/// bounds of their own), then `bound AND hamming_within(x, y, k)` on copies of them (the
+/// planner expects no node to be reachable twice), or `hamming_within(x, y, k)` alone on
+/// the operands themselves when one must be evaluated once (see the module comment).
+unsafe fn rewrite_bound(node: *mut Node, catalog: &Catalog, context: *mut c_void) -> *mut Node {
     // SAFETY: the mutator copies the OpExpr and rewrites its operands, which leaves its shape
     // (a bound) unchanged; copyObjectImpl copies any node tree; the new nodes are palloc'd.
     unsafe {
@@ -400,14 +417,24 @@ unsafe fn kept_and_within(node: *mut Node, catalog: &Catalog, context: *mut c_vo
         let Some(bound) = match_bound(kept, catalog) else {
             return kept;
         };
-        let copy = |n: *mut Node| pg_sys::copyObjectImpl(n.cast()).cast::<Node>();
-        let mut k = copy(bound.k);
+        let once = [bound.x, bound.y, bound.k]
+            .into_iter()
+            .any(|n| evaluated_once(n));
+        let operand = |n: *mut Node| {
+            if once {
+                n
+            } else {
+                pg_sys::copyObjectImpl(n.cast()).cast::<Node>()
+            }
+        };
+        let mut k = operand(bound.k);
         if bound.strict {
             k = minus_one(k);
         }
         // A wide code's hamming_within is SQL, inlined into the ball: no support function
-        // reads the mark, and its estimate is the ball's.
-        let mark = if bound.kind.is_wide() {
+        // reads the mark, and its estimate is the ball's. A call standing alone is unmarked:
+        // there is no kept bound's estimate to divide out.
+        let mark = if bound.kind.is_wide() || once {
             pg_sys::InvalidOid
         } else {
             GENERATED
@@ -415,14 +442,26 @@ unsafe fn kept_and_within(node: *mut Node, catalog: &Catalog, context: *mut c_vo
         let call = pg_sys::makeFuncExpr(
             catalog.objects(bound.kind).within,
             pg_sys::BOOLOID,
-            node_list(&[copy(bound.x), copy(bound.y), k]),
+            node_list(&[operand(bound.x), operand(bound.y), k]),
             pg_sys::InvalidOid,
             mark,
             pg_sys::CoercionForm::COERCE_EXPLICIT_CALL,
         );
         (*call).location = bound.location;
+        if once {
+            return call.cast();
+        }
         pg_sys::make_andclause(node_list(&[kept, call.cast()])).cast()
     }
+}
+
+/// Whether `operand` must not be copied: each copy of a volatile function would be called,
+/// and each copy of a sublink planned as a subplan of its own, computed on its own (even a
+/// non-volatile one need not give the same row twice: `LIMIT 1` without `ORDER BY`).
+/// `contain_volatile_functions` looks inside sublinks' queries too.
+unsafe fn evaluated_once(operand: *mut Node) -> bool {
+    // SAFETY: `operand` is an expression tree; both walkers only read it.
+    unsafe { pg_sys::contain_subplans(operand) || pg_sys::contain_volatile_functions(operand) }
 }
 
 /// `k - 1` for an integer expression, exact for every k (see the module comment).
