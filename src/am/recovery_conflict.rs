@@ -21,12 +21,21 @@
 //! But replay resolves a conflict only for a horizon the standby's next transaction id has
 //! reached: it takes a larger one for one from before a wraparound and skips it
 //! (`ResolveRecoveryConflictWithSnapshotFullXid`). A stamp is a transaction id that may
-//! not be in the WAL yet (assigned to a transaction that has written nothing), and one
-//! run in five of the standby check on 18 met a reused page that way. So the record is
-//! logged from a subtransaction given an id of its own, assigned after every stamp was read
-//! and so above them all: replay advances the standby's next id past a record's id before
-//! it replays the record. VACUUM takes no transaction id; it recycles only garbage whose
-//! stamp the standby has surely reached ([`replayed_below`]).
+//! not be in the WAL yet (assigned to a transaction that has written nothing). So the
+//! record carries the stamp or, when lower, the latest completed transaction's id plus
+//! one ([`horizon`]), which is as good a horizon and one the standby has reached:
+//! - the standby reaches it: that transaction's commit or abort record is in the WAL
+//!   before this record (it was written before the transaction counted as completed,
+//!   which was before we read it), and its replay advanced the standby's next id past it;
+//! - it covers every standby query that could read the garbage: such a query took its
+//!   snapshot before the publication was replayed, and a standby snapshot's xmin is at
+//!   most its xmax, the standby's latest completed transaction plus one, which the
+//!   standby took from WAL written before now: at most ours.
+//!
+//! Until 0.6 the record came from a subtransaction given an id of its own (above every
+//! stamp), which burnt an id at every recycling: hundreds in one bulk load, enough to
+//! overflow the backend's subtransaction cache and make every snapshot in the cluster
+//! suboverflowed. Now no recycling takes a transaction id, in VACUUM or out of it.
 
 use pgrx::pg_sys;
 
@@ -70,25 +79,34 @@ fn logged(index: pg_sys::Relation) -> bool {
     }
 }
 
-/// Whether this backend runs VACUUM (which must not take a transaction id).
-fn in_vacuum() -> bool {
-    // SAFETY: this backend's own PGPROC.
-    unsafe { u32::from((*pg_sys::MyProc).statusFlags) & pg_sys::PROC_IN_VACUUM != 0 }
+/// The conflict horizon of garbage stamped `stamp`: the stamp, or the latest completed
+/// transaction's id plus one when that is lower (see the module comment).
+fn horizon(stamp: u64) -> u64 {
+    // SAFETY: a read of a shared 64-bit counter, which only grows (a stale value is lower,
+    // and a lower horizon is still above every query that could read the garbage: that
+    // query's snapshot was taken before, from WAL written before).
+    let completed = unsafe {
+        #[cfg(any(feature = "pg15", feature = "pg16"))]
+        let completed = (*pg_sys::ShmemVariableCache).latestCompletedXid.value;
+        #[cfg(not(any(feature = "pg15", feature = "pg16")))]
+        let completed = (*pg_sys::TransamVariables).latestCompletedXid.value;
+        completed
+    };
+    stamp.min(completed + 1)
 }
 
-/// Logs that pages of `index` read by snapshots with an xmin at or below `horizon` (a full
-/// transaction id) are about to be reused, when a standby could be running such queries.
-/// Called before the change that recycles them, by the holder of the merge lock; outside
-/// VACUUM, from a subtransaction with an id of its own (see the module comment).
-pub fn before_recycling(index: pg_sys::Relation, horizon: u64, block: u32) {
+/// Logs that pages of `index` read by snapshots with an xmin at or below the stamp `stamp`
+/// (a full transaction id) are about to be reused, when a standby could be running such
+/// queries. Called before the change that recycles them, by the holder of the merge lock.
+pub fn before_recycling(index: pg_sys::Relation, stamp: u64, block: u32) {
     if !logged(index) {
         return;
     }
-    // SAFETY: an open index; the record is plain data copied by XLogInsert. The
-    // subtransaction is begun and released here, and the memory context and resource
-    // owner it changes are restored, as PL/pgSQL does around its exception blocks.
+    // SAFETY: an open index; the record is plain data copied by XLogInsert.
     unsafe {
-        let horizon = pg_sys::FullTransactionId { value: horizon };
+        let horizon = pg_sys::FullTransactionId {
+            value: horizon(stamp),
+        };
         #[cfg(feature = "pg15")]
         let record = ReusePage {
             node: (*index).rd_node,
@@ -102,40 +120,8 @@ pub fn before_recycling(index: pg_sys::Relation, horizon: u64, block: u32) {
             horizon,
             is_catalog_rel: false,
         };
-        let insert = || {
-            pg_sys::XLogBeginInsert();
-            pg_sys::XLogRegisterData(std::ptr::addr_of!(record) as _, RECORD_SIZE as _);
-            pg_sys::XLogInsert(pg_sys::RmgrIds::RM_BTREE_ID as u8, XLOG_BTREE_REUSE_PAGE);
-        };
-        if in_vacuum() {
-            insert();
-        } else {
-            let (context, owner) = (pg_sys::CurrentMemoryContext, pg_sys::CurrentResourceOwner);
-            pg_sys::BeginInternalSubTransaction(std::ptr::null());
-            pg_sys::GetCurrentTransactionId();
-            insert();
-            pg_sys::ReleaseCurrentSubTransaction();
-            pg_sys::MemoryContextSwitchTo(context);
-            pg_sys::CurrentResourceOwner = owner;
-        }
-    }
-}
-
-/// When VACUUM recycles garbage of `index` that is logged for standbys: a bound that a
-/// standby's next transaction id has reached when it replays the record, so that a horizon
-/// at or below it is resolved; the record follows the commit or abort record of the latest
-/// completed transaction. `None` when any stamp will do: no standby, an unlogged index, or
-/// a recycler outside VACUUM (its record carries an id above every stamp).
-pub fn replayed_below(index: pg_sys::Relation) -> Option<u64> {
-    if !logged(index) || !in_vacuum() {
-        return None;
-    }
-    // SAFETY: a read of a shared 64-bit counter (a stale value is only lower: safe).
-    unsafe {
-        #[cfg(any(feature = "pg15", feature = "pg16"))]
-        let completed = (*pg_sys::ShmemVariableCache).latestCompletedXid.value;
-        #[cfg(not(any(feature = "pg15", feature = "pg16")))]
-        let completed = (*pg_sys::TransamVariables).latestCompletedXid.value;
-        Some(completed + 1)
+        pg_sys::XLogBeginInsert();
+        pg_sys::XLogRegisterData(std::ptr::addr_of!(record) as _, RECORD_SIZE as _);
+        pg_sys::XLogInsert(pg_sys::RmgrIds::RM_BTREE_ID as u8, XLOG_BTREE_REUSE_PAGE);
     }
 }
