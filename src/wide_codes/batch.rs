@@ -242,6 +242,9 @@ impl WideBatchLookup {
 
     /// The first ball containing a code (padded to 4 words).
     pub fn first_containing(&self, code: &WideCode<4>) -> Option<usize> {
+        // One search enumerates every value within its substrings' radii, thousands at a
+        // radius the tables cut coarsely; a scan asks once per row it reads.
+        pgrx::check_for_interrupts!();
         match self {
             WideBatchLookup::Narrow(l) => l.first_containing(&WideCode([code.0[0], code.0[1]])),
             WideBatchLookup::Wide(l) => l.first_containing(code),

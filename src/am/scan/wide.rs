@@ -439,7 +439,12 @@ impl Lookup {
                                 leaf: None,
                             };
                         }
-                        let ((), next) = run::read_page(index, Kind::Table, r.id, block, |c| {
+                        // Tested off the page: a batch's test of a row may take long, and
+                        // a buffer lock holds off the interrupts that would stop it.
+                        let (c, next) =
+                            run::read_page(index, Kind::Table, r.id, block, <[u8]>::to_vec);
+                        {
+                            let c = &c[..];
                             let found = |e: Entry<P>| {
                                 let code = padded_code(layout, 0, &e);
                                 if self.accepts(query, &code) {
@@ -456,7 +461,7 @@ impl Lookup {
                                 }
                                 None => entries::<P>(c).for_each(found),
                             }
-                        });
+                        }
                         Step::Table {
                             run,
                             table,
@@ -504,7 +509,10 @@ impl Lookup {
                         }
                         let center = self.center.expect("a lookup with probes has a center");
                         let ordered = layout.order(table, code_of(&center));
-                        let (more, next) = run::read_page(index, Kind::Table, r.id, block, |c| {
+                        let (c, next) =
+                            run::read_page(index, Kind::Table, r.id, block, <[u8]>::to_vec);
+                        let more = {
+                            let c = &c[..];
                             let start = lower_bound::<P>(c, lo);
                             let near = &c[start * Entry::<P>::SIZE..];
                             entries_within(near, hi, ordered, self.radius, |e: Entry<P>| {
@@ -518,7 +526,7 @@ impl Lookup {
                                     });
                                 }
                             })
-                        });
+                        };
                         if more {
                             Step::Table {
                                 run,
