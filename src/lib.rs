@@ -77,6 +77,7 @@ mod tests {
     include!("am/sql_tests.rs");
     include!("am/merge_tests.rs");
     include!("am/interrupt_tests.rs");
+    include!("am/option_tests.rs");
     include!("clusters/tests.rs");
     include!("cluster_tracking/tests.rs");
     include!("bloom_signature/tests.rs");

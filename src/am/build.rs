@@ -188,20 +188,13 @@ pub unsafe extern "C-unwind" fn ambuildempty(index: pg_sys::Relation) {
     log_pages(index, pg_sys::ForkNumber::INIT_FORKNUM, blocks);
 }
 
-/// The layout of a new index's run of `rows` rows, for the `max_distance` option (see
-/// `layout_for`).
+/// The layout of a new index's run of `rows` rows (CREATE INDEX and every rebuild: REINDEX,
+/// TRUNCATE, VACUUM FULL, CLUSTER): the options as they are, and an ERROR if they do not fit
+/// together, as pgvector refuses an `ef_construction` below twice `m` at build. This is where
+/// the options' combination is checked: `amoptions` sees them without the index, so not
+/// its codes' width nor its metapage.
 pub fn choose_layout<L: Tables>(index: pg_sys::Relation, rows: u64) -> L {
-    layout_for(index, rows, options::of(index).max_distance)
-}
-
-/// The layout of a run of `rows` rows for `max_distance` (a merge passes the metapage's:
-/// the option is frozen there at build, and an `ALTER INDEX ... SET (max_distance = ...)`
-/// waits for a REINDEX, or the runs would be written for one distance and read for
-/// another): the `blocks` option, or the one chosen for the rows (for 64-bit fingerprints,
-/// the fewest blocks that keep a probe to about a page per table).
-pub fn layout_for<L: Tables>(index: pg_sys::Relation, rows: u64, max_distance: u32) -> L {
-    let mut settings = options::of(index);
-    settings.max_distance = max_distance;
+    let settings = options::of(index);
     if codes::words(index) == 1 && settings.max_distance > options::MAX_MAX_DISTANCE as u32 {
         ereport!(
             ERROR,
@@ -225,6 +218,28 @@ pub fn layout_for<L: Tables>(index: pg_sys::Relation, rows: u64, max_distance: u
             format!("hamming index options: {e}")
         );
     })
+}
+
+/// The layout of a run of `rows` rows written into a built index (a pending list's run, a
+/// merge's), for the metapage's `max_distance`: the option's is frozen there at build, and
+/// an `ALTER INDEX ... SET (max_distance = ...)` waits for a REINDEX, or the runs would be
+/// written for one distance and read for another. The `blocks` option if it fits that
+/// distance, else the layout chosen for the rows, as with `blocks = 0`: an option set by
+/// ALTER INDEX (which cannot see the metapage) must not make every insert that fills the
+/// pending list, and every VACUUM, fail until a REINDEX (`options::report_frozen` says so).
+/// For 64-bit fingerprints the chosen layout is the fewest blocks that keep a probe to
+/// about a page per table.
+pub fn layout_for<L: Tables>(index: pg_sys::Relation, rows: u64, max_distance: u32) -> L {
+    let settings = options::of(index);
+    let fixed = (settings.blocks != 0).then(|| L::of_run(settings.blocks, max_distance));
+    let misfit = fixed.as_ref().and_then(|f| f.as_ref().err());
+    options::report_frozen(index, &settings, max_distance, misfit.map(String::as_str));
+    match fixed {
+        Some(Ok(layout)) => layout,
+        // The metapage's distance was valid at build, so a chosen layout always exists.
+        _ => L::for_rows(rows, max_distance)
+            .unwrap_or_else(|e| pgrx::error!("hamming index metapage: {e}")),
+    }
 }
 
 /// Writes the metapage and one run of every row; returns the number of blocks written.

@@ -158,6 +158,24 @@ pub fn compact(index: &str) -> bool {
     })
 }
 
+/// What VACUUM does to an index, by name, after its bulk deletion (`amvacuumcleanup`:
+/// the pending list written as a run, merges, recycling, the sweep), which a test cannot
+/// run as a statement inside its transaction; returns the rows it counts (for the SQL tests).
+#[cfg(any(test, feature = "pg_test"))]
+pub fn vacuum_cleanup(index: &str) -> f64 {
+    with_index(index, |rel| {
+        // SAFETY: an open index; the fields left zero are those a cleanup without an
+        // ANALYZE and without a buffer strategy has.
+        unsafe {
+            let mut info: pg_sys::IndexVacuumInfo = std::mem::zeroed();
+            info.index = rel;
+            info.message_level = pg_sys::DEBUG2 as i32;
+            let stats = vacuum::amvacuumcleanup(&mut info, std::ptr::null_mut());
+            (*stats).num_index_tuples
+        }
+    })
+}
+
 /// The garbage in an index's registry, by name (for the SQL tests).
 #[cfg(any(test, feature = "pg_test"))]
 pub fn garbage_of(index: &str) -> Vec<neardup_core::search::index_page::Garbage> {
