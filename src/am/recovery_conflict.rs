@@ -21,21 +21,21 @@
 //! But replay resolves a conflict only for a horizon the standby's next transaction id has
 //! reached: it takes a larger one for one from before a wraparound and skips it
 //! (`ResolveRecoveryConflictWithSnapshotFullXid`). A stamp is a transaction id that may
-//! not be in the WAL yet (assigned to a transaction that has written nothing). So the
-//! record carries the stamp or, when lower, the latest completed transaction's id plus
-//! one ([`horizon`]), which is as good a horizon and one the standby has reached:
-//! - the standby reaches it: that transaction's commit or abort record is in the WAL
-//!   before this record (it was written before the transaction counted as completed,
-//!   which was before we read it), and its replay advanced the standby's next id past it;
-//! - it covers every standby query that could read the garbage: such a query took its
-//!   snapshot before the publication was replayed, and a standby snapshot's xmin is at
-//!   most its xmax, the standby's latest completed transaction plus one, which the
-//!   standby took from WAL written before now: at most ours.
+//! not be in the WAL yet (assigned to a transaction that has written nothing). So garbage
+//! is recycled only once its stamp is at most one past an id the WAL holds before the
+//! record ([`replayed_below`]): the latest completed transaction's (its commit or abort
+//! record was written before it counted as completed), or the recycler's own, which the
+//! record itself carries (replay advances the standby's next id past a record's id before
+//! it replays the record). A bulk load's merges recycle what they published (stamped one
+//! past the load's id); garbage stamped later waits for the transactions before its stamp
+//! to end. The horizon stays the stamp: a lower one, such as the latest completed
+//! transaction's id, misses standby snapshots taken after a commit record was replayed and
+//! before the primary counted that transaction completed (it flushes the record first).
 //!
 //! Until 0.6 the record came from a subtransaction given an id of its own (above every
 //! stamp), which burnt an id at every recycling: hundreds in one bulk load, enough to
 //! overflow the backend's subtransaction cache and make every snapshot in the cluster
-//! suboverflowed. Now no recycling takes a transaction id, in VACUUM or out of it.
+//! suboverflowed. No recycling takes a transaction id now.
 
 use pgrx::pg_sys;
 
@@ -79,22 +79,6 @@ fn logged(index: pg_sys::Relation) -> bool {
     }
 }
 
-/// The conflict horizon of garbage stamped `stamp`: the stamp, or the latest completed
-/// transaction's id plus one when that is lower (see the module comment).
-fn horizon(stamp: u64) -> u64 {
-    // SAFETY: a read of a shared 64-bit counter, which only grows (a stale value is lower,
-    // and a lower horizon is still above every query that could read the garbage: that
-    // query's snapshot was taken before, from WAL written before).
-    let completed = unsafe {
-        #[cfg(any(feature = "pg15", feature = "pg16"))]
-        let completed = (*pg_sys::ShmemVariableCache).latestCompletedXid.value;
-        #[cfg(not(any(feature = "pg15", feature = "pg16")))]
-        let completed = (*pg_sys::TransamVariables).latestCompletedXid.value;
-        completed
-    };
-    stamp.min(completed + 1)
-}
-
 /// Logs that pages of `index` read by snapshots with an xmin at or below the stamp `stamp`
 /// (a full transaction id) are about to be reused, when a standby could be running such
 /// queries. Called before the change that recycles them, by the holder of the merge lock.
@@ -104,9 +88,7 @@ pub fn before_recycling(index: pg_sys::Relation, stamp: u64, block: u32) {
     }
     // SAFETY: an open index; the record is plain data copied by XLogInsert.
     unsafe {
-        let horizon = pg_sys::FullTransactionId {
-            value: horizon(stamp),
-        };
+        let horizon = pg_sys::FullTransactionId { value: stamp };
         #[cfg(feature = "pg15")]
         let record = ReusePage {
             node: (*index).rd_node,
@@ -123,5 +105,24 @@ pub fn before_recycling(index: pg_sys::Relation, stamp: u64, block: u32) {
         pg_sys::XLogBeginInsert();
         pg_sys::XLogRegisterData(std::ptr::addr_of!(record) as _, RECORD_SIZE as _);
         pg_sys::XLogInsert(pg_sys::RmgrIds::RM_BTREE_ID as u8, XLOG_BTREE_REUSE_PAGE);
+    }
+}
+
+/// The newest stamp whose garbage `index` may recycle now (`None`: any, when nothing is
+/// logged for standbys): one past the latest completed transaction's id or this
+/// transaction's own, whichever is newer (see the module comment).
+pub fn replayed_below(index: pg_sys::Relation) -> Option<u64> {
+    if !logged(index) {
+        return None;
+    }
+    // SAFETY: a read of a shared 64-bit counter (a stale value is only lower: safe), and of
+    // this backend's own transaction state.
+    unsafe {
+        #[cfg(any(feature = "pg15", feature = "pg16"))]
+        let completed = (*pg_sys::ShmemVariableCache).latestCompletedXid.value;
+        #[cfg(not(any(feature = "pg15", feature = "pg16")))]
+        let completed = (*pg_sys::TransamVariables).latestCompletedXid.value;
+        let own = pg_sys::GetCurrentFullTransactionIdIfAny().value;
+        Some(completed.max(own) + 1)
     }
 }

@@ -211,7 +211,11 @@ pub fn recycle(index: pg_sys::Relation) {
     let waiting = records().any(|g| !old_enough(g));
     let unread_below = (waiting && no_scan_holds_an_older_metapage(index))
         .then(|| standby_xmin().unwrap_or(u64::MAX));
-    let ready = |g: &Garbage| old_enough(g) || unread_below.is_some_and(|below| g.since < below);
+    let replayed = recovery_conflict::replayed_below(index);
+    let ready = |g: &Garbage| {
+        (old_enough(g) || unread_below.is_some_and(|below| g.since < below))
+            && replayed.is_none_or(|bound| g.since <= bound)
+    };
     let Some(horizon) = records().filter(|g| ready(g)).map(|g| g.since).max() else {
         return;
     };
