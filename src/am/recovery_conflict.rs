@@ -21,21 +21,12 @@
 //! But replay resolves a conflict only for a horizon the standby's next transaction id has
 //! reached: it takes a larger one for one from before a wraparound and skips it
 //! (`ResolveRecoveryConflictWithSnapshotFullXid`). A stamp is a transaction id that may
-//! not be in the WAL yet (assigned to a transaction that has written nothing). So garbage
-//! is recycled only once its stamp is at most one past an id the WAL holds before the
-//! record ([`replayed_below`]): the latest completed transaction's (its commit or abort
-//! record was written before it counted as completed), or the recycler's own, which the
-//! record itself carries (replay advances the standby's next id past a record's id before
-//! it replays the record). A bulk load's merges recycle what they published (stamped one
-//! past the load's id); garbage stamped later waits for the transactions before its stamp
-//! to end. The horizon stays the stamp: a lower one, such as the latest completed
-//! transaction's id, misses standby snapshots taken after a commit record was replayed and
-//! before the primary counted that transaction completed (it flushes the record first).
-//!
-//! Until 0.6 the record came from a subtransaction given an id of its own (above every
-//! stamp), which burnt an id at every recycling: hundreds in one bulk load, enough to
-//! overflow the backend's subtransaction cache and make every snapshot in the cluster
-//! suboverflowed. No recycling takes a transaction id now.
+//! not be in the WAL yet (assigned to a transaction that has written nothing), and one
+//! run in five of the standby check on 18 met a reused page that way. So the record is
+//! logged from a subtransaction given an id of its own, assigned after every stamp was read
+//! and so above them all: replay advances the standby's next id past a record's id before
+//! it replays the record. VACUUM takes no transaction id; it recycles only garbage whose
+//! stamp the standby has surely reached ([`replayed_below`]).
 
 use pgrx::pg_sys;
 
@@ -79,16 +70,25 @@ fn logged(index: pg_sys::Relation) -> bool {
     }
 }
 
-/// Logs that pages of `index` read by snapshots with an xmin at or below the stamp `stamp`
-/// (a full transaction id) are about to be reused, when a standby could be running such
-/// queries. Called before the change that recycles them, by the holder of the merge lock.
-pub fn before_recycling(index: pg_sys::Relation, stamp: u64, block: u32) {
+/// Whether this backend runs VACUUM (which must not take a transaction id).
+fn in_vacuum() -> bool {
+    // SAFETY: this backend's own PGPROC.
+    unsafe { u32::from((*pg_sys::MyProc).statusFlags) & pg_sys::PROC_IN_VACUUM != 0 }
+}
+
+/// Logs that pages of `index` read by snapshots with an xmin at or below `horizon` (a full
+/// transaction id) are about to be reused, when a standby could be running such queries.
+/// Called before the change that recycles them, by the holder of the merge lock; outside
+/// VACUUM, from a subtransaction with an id of its own (see the module comment).
+pub fn before_recycling(index: pg_sys::Relation, horizon: u64, block: u32) {
     if !logged(index) {
         return;
     }
-    // SAFETY: an open index; the record is plain data copied by XLogInsert.
+    // SAFETY: an open index; the record is plain data copied by XLogInsert. The
+    // subtransaction is begun and released here, and the memory context and resource
+    // owner it changes are restored, as PL/pgSQL does around its exception blocks.
     unsafe {
-        let horizon = pg_sys::FullTransactionId { value: stamp };
+        let horizon = pg_sys::FullTransactionId { value: horizon };
         #[cfg(feature = "pg15")]
         let record = ReusePage {
             node: (*index).rd_node,
@@ -102,27 +102,40 @@ pub fn before_recycling(index: pg_sys::Relation, stamp: u64, block: u32) {
             horizon,
             is_catalog_rel: false,
         };
-        pg_sys::XLogBeginInsert();
-        pg_sys::XLogRegisterData(std::ptr::addr_of!(record) as _, RECORD_SIZE as _);
-        pg_sys::XLogInsert(pg_sys::RmgrIds::RM_BTREE_ID as u8, XLOG_BTREE_REUSE_PAGE);
+        let insert = || {
+            pg_sys::XLogBeginInsert();
+            pg_sys::XLogRegisterData(std::ptr::addr_of!(record) as _, RECORD_SIZE as _);
+            pg_sys::XLogInsert(pg_sys::RmgrIds::RM_BTREE_ID as u8, XLOG_BTREE_REUSE_PAGE);
+        };
+        if in_vacuum() {
+            insert();
+        } else {
+            let (context, owner) = (pg_sys::CurrentMemoryContext, pg_sys::CurrentResourceOwner);
+            pg_sys::BeginInternalSubTransaction(std::ptr::null());
+            pg_sys::GetCurrentTransactionId();
+            insert();
+            pg_sys::ReleaseCurrentSubTransaction();
+            pg_sys::MemoryContextSwitchTo(context);
+            pg_sys::CurrentResourceOwner = owner;
+        }
     }
 }
 
-/// The newest stamp whose garbage `index` may recycle now (`None`: any, when nothing is
-/// logged for standbys): one past the latest completed transaction's id or this
-/// transaction's own, whichever is newer (see the module comment).
+/// When VACUUM recycles garbage of `index` that is logged for standbys: a bound that a
+/// standby's next transaction id has reached when it replays the record, so that a horizon
+/// at or below it is resolved; the record follows the commit or abort record of the latest
+/// completed transaction. `None` when any stamp will do: no standby, an unlogged index, or
+/// a recycler outside VACUUM (its record carries an id above every stamp).
 pub fn replayed_below(index: pg_sys::Relation) -> Option<u64> {
-    if !logged(index) {
+    if !logged(index) || !in_vacuum() {
         return None;
     }
-    // SAFETY: a read of a shared 64-bit counter (a stale value is only lower: safe), and of
-    // this backend's own transaction state.
+    // SAFETY: a read of a shared 64-bit counter (a stale value is only lower: safe).
     unsafe {
         #[cfg(any(feature = "pg15", feature = "pg16"))]
         let completed = (*pg_sys::ShmemVariableCache).latestCompletedXid.value;
         #[cfg(not(any(feature = "pg15", feature = "pg16")))]
         let completed = (*pg_sys::TransamVariables).latestCompletedXid.value;
-        let own = pg_sys::GetCurrentFullTransactionIdIfAny().value;
-        Some(completed.max(own) + 1)
+        Some(completed + 1)
     }
 }
