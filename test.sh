@@ -6,7 +6,8 @@
 #   1. lint:        cargo fmt --check, cargo clippy for 15, 16 and 18 (warnings are errors),
 #                   a type check against 17's bindings
 #   2. core:        plain cargo test of the pure-Rust core (unit, golden, 1M-input property, memory)
-#   3. SQL:         cargo pgrx test (pg_test functions inside a real backend) on 15, 16, 18
+#   3. SQL:         cargo pgrx test (pg_test functions inside a real backend) on 15, 16, 18,
+#                   each on a private copy of the server (a user's server never loads it)
 #   4. integration: release build in a real cluster: regression files, parallel scan,
 #                   100 MB text, the README cookbook and rendering, the demo, the upgrade
 #                   from 0.1.0, an install over a running server, cancellation, memory
@@ -37,12 +38,31 @@ section "2. core (cargo test)"
 cargo test -p neardup-core --release
 
 section "3. SQL (cargo pgrx test)"
+# cargo pgrx test writes its debug library over the server's own in place, which kills a
+# running server that preloads neardup: it runs against a private copy of each server
+# (scripts/private_pg.sh), named in a pgrx home of its own, and the servers' own libraries
+# must be untouched after it.
+PGRX_PRIVATE_HOME=/tmp/neardup-pgrx-home
+mkdir -p "$PGRX_PRIVATE_HOME"
+declare -A SERVER_PG_CONFIG=([15]=/usr/lib/postgresql/15/bin/pg_config [16]=$PG16 [18]=$PG18)
+server_libraries() { for major in 15 16 18; do
+    sha256sum "$("${SERVER_PG_CONFIG[$major]}" --pkglibdir)/neardup.so" 2>/dev/null || echo "$major: none"
+done; }
+libraries_before=$(server_libraries)
+{
+    echo "[configs]"
+    for major in 15 16 18; do
+        echo "pg$major = \"$(scripts/private_pg.sh "${SERVER_PG_CONFIG[$major]}" /tmp/neardup-private-pg)\""
+    done
+} >"$PGRX_PRIVATE_HOME/config.toml"
 for major in 15 16 18; do
     PGDATA_TEST=/tmp/neardup-pgrx-test-$major
     mkdir -p "$PGDATA_TEST"
     chown postgres: "$PGDATA_TEST"
-    cargo pgrx test "pg$major" --runas postgres --pgdata "$PGDATA_TEST"
+    PGRX_HOME=$PGRX_PRIVATE_HOME cargo pgrx test "pg$major" --runas postgres --pgdata "$PGDATA_TEST"
 done
+[[ $(server_libraries) == "$libraries_before" ]] ||
+    { echo "test.sh: cargo pgrx test changed a server's own neardup library" >&2; exit 1; }
 
 section "4. integration (PostgreSQL 15)"
 tests/integration/run.sh
