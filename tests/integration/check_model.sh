@@ -2,12 +2,16 @@
 # The model-based test of the hamming index (tests/model/model.py, issue 23) with a fixed
 # seed: random steps from three sessions in every transaction shape (savepoints, prepared
 # transactions, TRUNCATE, REINDEX [CONCURRENTLY], SET TABLESPACE, CLUSTER, VACUUM, merges
-# under small pending_limit values, parallel query with workers launched), index answers
-# compared with a seq scan's in the acting session and in another one after every step.
-# Own cluster in /tmp/neardup-model (a tablespace directory in it), jit off (forced plans
-# would have every parallel worker load LLVM); 3000 steps take about 4 minutes on 2 cores.
-# The run fails unless every shape above occurred and parallel workers were launched.
-# Run alone: tests/integration/check_model.sh   (MODEL_SEED, MODEL_STEPS override)
+# under small pending_limit values, ALTER INDEX ... SET of every option, parallel query with
+# workers launched, merges stopped at every pause point by an ERROR, a cancel or
+# statement_timeout), index answers compared with a seq scan's in the acting session and in
+# another one after every step. Each width of code is driven in a database of its own:
+# simhash64 (MODEL_STEPS, 3000) side by side with hash256 then hash128 (MODEL_WIDE_STEPS,
+# 2000 each). Own cluster in /tmp/neardup-model (a tablespace directory in it), jit off
+# (forced plans would have every parallel worker load LLVM); about 4 minutes on 2 cores.
+# A run fails unless every shape above occurred and parallel workers were launched.
+# Run alone: tests/integration/check_model.sh   (MODEL_SEED, MODEL_STEPS, MODEL_WIDE_STEPS,
+# MODEL_WIDTHS="64 256 128" override; other arguments go to model.py)
 # Longer runs, many seeds: bench/model.sh.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,8 +28,34 @@ trap 'cluster_stop "$DIR"' EXIT
 mkdir -p "$DIR/ts"
 chown postgres: "$DIR/ts"
 T0=$SECONDS
+WIDE_STEPS=${MODEL_WIDE_STEPS:-2000}
+WIDTHS=${MODEL_WIDTHS:-64 256 128}
+run_width() { # WIDTH [model.py arguments]: the log in $DIR/model-WIDTH.log, the exit status in .status
+    local width=$1 steps=$WIDE_STEPS status=0 start=$SECONDS
+    shift
+    [[ $width == 64 ]] && steps=$STEPS
+    python3 "$ROOT/tests/model/model.py" --width "$width" --seed "$SEED" --steps "$steps" --sessions 3 \
+        --tablespace-dir "$DIR/ts" "$@" >"$DIR/model-$width.log" 2>&1 || status=$?
+    echo "check_model: $width-bit codes, seed $SEED, $steps steps: exit $status in $((SECONDS - start)) s" \
+        >>"$DIR/model-$width.log"
+    echo $status >"$DIR/model-$width.status"
+}
+# 64-bit codes beside the wide ones (the driver mostly waits for the server)
+pids=()
+for width in $WIDTHS; do
+    if [[ $width == 64 ]]; then
+        run_width 64 "$@" &
+        pids+=($!)
+    fi
+done
+for width in $WIDTHS; do
+    [[ $width == 64 ]] || run_width "$width" "$@"
+done
+for pid in "${pids[@]}"; do wait "$pid" || true; done
 status=0
-python3 "$ROOT/tests/model/model.py" --seed "$SEED" --steps "$STEPS" --sessions 3 \
-    --tablespace-dir "$DIR/ts" "$@" || status=$?
-echo "check_model: seed $SEED, $STEPS steps: exit $status in $((SECONDS - T0)) s"
+for width in $WIDTHS; do
+    cat "$DIR/model-$width.log"
+    [[ $(cat "$DIR/model-$width.status" 2>/dev/null) == 0 ]] || status=1
+done
+echo "check_model: seed $SEED, widths $WIDTHS: exit $status in $((SECONDS - T0)) s"
 exit $status
