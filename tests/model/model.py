@@ -474,8 +474,11 @@ class Model:
         gd, ed = [d for _, d in got], [d for _, d in ref]
         if gd != ed:
             self.mismatch(s, what + " (distances)", sql, got[:60], ref[:60])
-        ids = [i for i, _ in got]
-        if len(set(ids)) != len(ids):
+        # a row twice is an id more often than the seq scan has it (ids are unique but for a
+        # heap that holds a row twice: see step_check)
+        ids = collections.Counter(i for i, _ in got)
+        ref_ids = collections.Counter(i for i, _ in ref)
+        if any(n > max(1, ref_ids[i]) for i, n in ids.items()):
             self.mismatch(s, what + " (a row twice)", sql, got[:60], ref[:60])
         if not gd:
             return
@@ -952,7 +955,14 @@ class Model:
             n = self.run(s, "SELECT hamming_index_check('t_fp')", fetch=True)[0][0]
         except Failure as f:
             raise Failure("hamming_index_check failed: %s" % f) from None
-        total = self.run(s, "SELECT count(*) FROM t", fetch=True)[0][0]
+        total, distinct = self.run(s, "SELECT count(*), count(DISTINCT id) FROM t", fetch=True)[0]
+        if distinct != total and not self.stats["shape: an id twice in the table"]:
+            # Not the index's doing, nor the model's (each id is inserted once): CLUSTER t USING
+            # t_id copied a row twice through a btree entry left by the PostgreSQL bug that
+            # choices() steers clear of (heap_ts in a transaction). Reported, not failed.
+            self.log(s, "  -> the table holds %d rows and %d ids" % (total, distinct))
+        if distinct != total:
+            self.stats["shape: an id twice in the table"] += 1
         self.rows_estimate = total
         self.stats["index checks"] += 1
         self.since_check = 0
@@ -1024,7 +1034,7 @@ class Model:
         if not s.in_tx:
             c += [("begin", 14), ("insert", 6 if big else 10), ("update", 4), ("delete", 8 if big else 3),
                   ("vacuum", 3), ("analyze", 0.3), ("alter_limit", 1.5), ("parallel", 1.5),
-                  ("truncate", strong_w(3 if big else 0.7)), ("vacuum_full", strong_w(0.4)),
+                  ("truncate", strong_w(3 if big else 0.7)), ("vacuum_full", strong_w(1.0)),
                   ("alter_option", strong_w(0.7)), ("interrupt", self.args.interrupt_weight if quiet else 0),
                   ("reindex", strong_w(1)), ("reindex_conc", 1.2 if quiet else 0),
                   ("alter_ts", strong_w(1)), ("heap_ts", strong_w(0.3)), ("cluster", strong_w(0.7)),
@@ -1038,7 +1048,11 @@ class Model:
                   ("savepoint", 6), ("commit", 4.5), ("rollback", 1.5), ("parallel", 1.5),
                   ("alter_limit", 1), ("cursor", 3 if s.cursor is None else 8), ("alter_option", strong_w(0.5)),
                   ("truncate", strong_w(2.5 if big else 1.5)), ("reindex", strong_w(1.2)),
-                  ("alter_ts", strong_w(1)), ("heap_ts", strong_w(0.3)), ("cluster", strong_w(0.5)),
+                  # not heap_ts: a PostgreSQL bug (15.20) leaves the rows inserted after ALTER
+                  # TABLE SET TABLESPACE in a transaction rolled back in its indexes, pointing at
+                  # TIDs the old heap gives the next rows (a btree's `id = 1000` returned the row
+                  # of id 2000; CLUSTER USING it copied that row twice)
+                  ("alter_ts", strong_w(1)), ("cluster", strong_w(0.5)),
                   ("recreate_index", strong_w(0.4)), ("recreate_table", strong_w(0.8)),
                   ("ddl_in_savepoint", strong_w(2))]
             if s.savepoints:
