@@ -1037,7 +1037,7 @@ class Model:
                   ("truncate", strong_w(3 if big else 0.7)), ("vacuum_full", strong_w(1.0)),
                   ("alter_option", strong_w(0.7)), ("interrupt", self.args.interrupt_weight if quiet else 0),
                   ("reindex", strong_w(1)), ("reindex_conc", 1.2 if quiet else 0),
-                  ("alter_ts", strong_w(1)), ("heap_ts", strong_w(0.3)), ("cluster", strong_w(0.7)),
+                  ("alter_ts", strong_w(1)), ("heap_ts", strong_w(1.2)), ("cluster", strong_w(0.7)),
                   ("recreate_index", strong_w(0.4)), ("recreate_table", strong_w(0.25))]
             if self.prepared:
                 c.append(("resolve_prepared", 6))
