@@ -10,7 +10,8 @@
 #                   each on a private copy of the server (a user's server never loads it)
 #   4. integration: release build in a real cluster: regression files, parallel scan,
 #                   100 MB text, the README cookbook and rendering, the demo, the upgrade
-#                   from 0.1.0, an install over a running server, cancellation, memory
+#                   from 0.1.0, the indexes each earlier release's library wrote (built
+#                   once per machine) served by this one, an install over a running server, cancellation, memory
 #                   bounds, an install in a schema off the search_path; for the hamming
 #                   index a model-based test (tests/model), isolation specs
 #                   (tests/isolation), crash, standby and long-snapshot checks, the
