@@ -16,7 +16,10 @@
 //! The horizon is the stamp of the garbage: the next transaction id when it was published.
 //! A standby scan that read the metapage before that publication was replayed took its
 //! snapshot earlier still, so its xmin is at most the stamp, and it is cancelled (or
-//! waited for) before the record that recycles its pages is replayed.
+//! waited for) before the record that recycles its pages is replayed. (Strictly, at most
+//! the stamp unless a transaction takes the stamp's id or a later one and ends in the few
+//! instructions between the stamp's read and the publication's record: nbtree's safexid,
+//! read the same way, has the same window.)
 //!
 //! But replay resolves a conflict only for a horizon the standby's next transaction id has
 //! reached: it takes a larger one for one from before a wraparound and skips it
