@@ -115,3 +115,66 @@ BEGIN
     RETURN format('WRONG: the index cursor returned %s rows (%s differ from the seq scan''s %s, or out of order)',
                   (SELECT count(*) FROM fetched WHERE via = 'index'), diff, n);
 END $$;
+
+-- Wide codes (the specs whose table is w (id int, c hash256) with a hamming index w_c):
+-- nd_code256(i) is row i's random code; nd_flipped256(i) the same with its first i % 24 bits
+-- flipped, a near copy whose first substrings differ (so that a lookup finds it through a
+-- later substring's table, whose first agreeing substring is not the first).
+CREATE FUNCTION nd_code256(i int) RETURNS hash256 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT ('x' || md5(i::text) || md5((i + 7777777)::text))::bit(256)::hash256 $$;
+CREATE FUNCTION nd_flipped256(i int) RETURNS hash256 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT (nd_code256(i)::bit(256) # (repeat('1', i % 24) || repeat('0', 256 - i % 24))::bit(256))::hash256 $$;
+
+-- nd_wide_check(radii): for each radius, the rows of w within it of the codes of the rows
+-- whose id % 1500 = 1 (the balls computed once; each lookup an index rescan under a
+-- nested loop), counted by a forced seq scan, a forced index scan and a forced bitmap scan
+-- (each plan checked with EXPLAIN). Returns 'ok: r0 N, r10 N, ...' (the seq scan's counts),
+-- or every count when they differ.
+CREATE FUNCTION nd_wide_check(radii int[]) RETURNS text
+LANGUAGE plpgsql
+SET enable_seqscan = on SET enable_indexscan = on SET enable_bitmapscan = on
+SET enable_indexonlyscan = off SET max_parallel_workers_per_gather = 0
+AS $$
+DECLARE
+    r int;
+    mode text;
+    query text;
+    line text;
+    plan text;
+    unused boolean;
+    got bigint;
+    seq bigint;
+    counts text := '';
+    wrong text := '';
+BEGIN
+    FOREACH r IN ARRAY radii LOOP
+        query := format('WITH cb AS MATERIALIZED (SELECT hamming_ball(c, %s) AS b FROM w WHERE id %% 1500 = 1)
+            SELECT count(*) FROM cb, LATERAL (SELECT 1 FROM w WHERE c <@ cb.b) l', r);
+        FOREACH mode IN ARRAY ARRAY['seq', 'index', 'bitmap'] LOOP
+            PERFORM set_config('enable_seqscan', (mode <> 'index' AND mode <> 'bitmap')::text, true);
+            PERFORM set_config('enable_indexscan', (mode = 'index')::text, true);
+            PERFORM set_config('enable_bitmapscan', (mode = 'bitmap')::text, true);
+            plan := '';
+            FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+                plan := plan || line || ' ';
+            END LOOP;
+            unused := CASE mode WHEN 'seq' THEN strpos(plan, 'w_c') > 0
+                                WHEN 'index' THEN strpos(plan, 'Index Scan using w_c') = 0
+                                ELSE strpos(plan, 'Bitmap Index Scan on w_c') = 0 END;
+            IF unused THEN
+                RETURN format('the %s plan was not used: %s', mode, plan);
+            END IF;
+            EXECUTE query INTO got;
+            IF mode = 'seq' THEN
+                seq := got;
+                counts := counts || CASE WHEN counts = '' THEN '' ELSE ', ' END || format('r%s %s', r, got);
+            ELSIF got <> seq THEN
+                wrong := wrong || format('; r%s by %s scan: %s (seq scan: %s)', r, mode, got, seq);
+            END IF;
+        END LOOP;
+    END LOOP;
+    IF wrong <> '' THEN
+        RETURN 'WRONG' || wrong;
+    END IF;
+    RETURN 'ok: ' || counts;
+END $$;
