@@ -10,7 +10,8 @@
 #                   each on a private copy of the server (a user's server never loads it)
 #   4. integration: release build in a real cluster: regression files, parallel scan,
 #                   100 MB text, the README cookbook and rendering, the demo, the upgrade
-#                   from 0.1.0, an install over a running server, cancellation, memory
+#                   from 0.1.0, the indexes each earlier release's library wrote (built
+#                   once per machine) served by this one, an install over a running server, cancellation, memory
 #                   bounds, an install in a schema off the search_path; for the hamming
 #                   index a model-based test (tests/model), isolation specs
 #                   (tests/isolation), crash, standby and long-snapshot checks, the
@@ -77,7 +78,7 @@ tests/integration/run.sh
 COMMON="check_readme_cookbook check_cancellation check_memory_bounds check_parallel_own_rows \
 check_held_rows_ddl check_any_schema check_package"
 section "5. integration (PostgreSQL 18)"
-PG_CONFIG=$PG18 NEARDUP_CHECKS="$COMMON check_index_crash check_index_standby check_merge_worker check_pg_upgrade" \
+PG_CONFIG=$PG18 NEARDUP_CHECKS="$COMMON check_index_crash check_index_standby check_merge_worker check_merge_xids check_pg_upgrade" \
     tests/integration/run.sh
 section "5. integration (PostgreSQL 16)"
 PG_CONFIG=$PG16 NEARDUP_CHECKS="$COMMON check_pg_upgrade" tests/integration/run.sh

@@ -23,6 +23,10 @@ use neardup_core::search::permuted::Layout;
 use pgrx::prelude::*;
 use pgrx::{pg_sys, PgList};
 
+/// The cost of a path through an index this build cannot read: above a path disabled by
+/// `enable_seqscan = off` (PostgreSQL adds 1e10 to those).
+const UNREADABLE_COST: f64 = 1e15;
+
 #[allow(clippy::too_many_arguments)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn amcostestimate(
@@ -42,9 +46,21 @@ pub unsafe extern "C-unwind" fn amcostestimate(
         pg_sys::genericcostestimate(root, path, loop_count, &mut generic);
         let info = &*(*path).indexinfo;
         let index = pg_sys::index_open(info.indexoid, pg_sys::NoLock as pg_sys::LOCKMODE);
-        let m = meta::read(index);
+        let m = meta::read_if_readable(index);
         let words = codes::words(index);
         pg_sys::index_close(index, pg_sys::NoLock as pg_sys::LOCKMODE);
+        let Some(m) = m else {
+            // An index of a format this build does not read (one an older release wrote,
+            // until its REINDEX): costed past any other path, as PostgreSQL's disabled paths
+            // are, so that a plan only takes it when nothing else can answer, and then its
+            // scan reports the REINDEX it needs.
+            *startup_cost = UNREADABLE_COST;
+            *total_cost = UNREADABLE_COST;
+            *selectivity = generic.indexSelectivity;
+            *correlation = 0.0;
+            *pages = 0.0;
+            return;
+        };
         let (mut random_page, mut seq_page) = (0.0, 0.0);
         pg_sys::get_tablespace_page_costs(info.reltablespace, &mut random_page, &mut seq_page);
         if words != 1 {

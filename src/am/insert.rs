@@ -37,6 +37,9 @@ pub unsafe extern "C-unwind" fn aminsert(
     _index_unchanged: bool,
     _index_info: *mut pg_sys::IndexInfo,
 ) -> bool {
+    if !meta::maintained(index) {
+        return false;
+    }
     by_width!(index, L => {
         // SAFETY: one key column; PostgreSQL passes valid pointers.
         let entry = unsafe {

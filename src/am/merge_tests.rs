@@ -373,3 +373,75 @@ fn an_altered_max_distance_waits_for_a_reindex() {
     assert_eq!(crate::am::meta_of("docs_fp").max_distance, 5);
     assert_index_exact("docs", "simhash64");
 }
+
+/// The subtransaction ids this backend holds in its PGPROC's cache (those of the open
+/// transaction's subtransactions that committed, and of the open ones).
+fn cached_subxids() -> u8 {
+    // SAFETY: this backend's own PGPROC.
+    unsafe { (*pg_sys::MyProc).subxidStatus.count }
+}
+
+/// A load whose garbage is stamped past any id the WAL holds (a subtransaction of the
+/// loading transaction took an id after it, and is not current: as another session's
+/// running transaction would be) is recycled all the same: its first recycling takes one
+/// subtransaction id, at or above the stamps, and later stamps (one past that id) need
+/// none. An ERROR in that subtransaction releases it: an outer exception block then rolls
+/// its own subtransaction back and the transaction goes on at its own level.
+#[pg_test]
+fn a_recycling_past_the_ids_in_the_wal_takes_one_subtransaction_id_and_releases_it_on_error() {
+    assert_eq!(Spi::get_one::<String>("SHOW wal_level").unwrap().as_deref(), Some("replica"));
+    let level = || unsafe { pg_sys::GetCurrentTransactionNestLevel() };
+    let level_before = level();
+    Spi::run(
+        "CREATE TABLE docs (id bigint, fp simhash64);
+         CREATE INDEX docs_fp ON docs USING hamming (fp) WITH (pending_limit = 600);
+         CREATE TABLE scratch (i int);",
+    )
+    .unwrap();
+    let load = |from: i64, to: i64| {
+        format!(
+            "BEGIN INSERT INTO scratch VALUES ({from}); EXCEPTION WHEN division_by_zero THEN NULL; END;
+             INSERT INTO docs SELECT i, ((i * 2654435761) # (i << 40))::simhash64 FROM generate_series({from}, {to}) i;"
+        )
+    };
+    let before = cached_subxids();
+    Spi::run(&format!("DO $$ BEGIN {} END $$", load(1, 3000))).unwrap();
+    let m = crate::am::meta_of("docs_fp");
+    assert!(m.runs.len() >= 2 || m.runs.iter().any(|r| r.rows > 600), "merged: {m:?}");
+    assert!(crate::am::garbage_of("docs_fp").is_empty(), "everything recycled");
+    // The block's subtransaction, and one taken by the first recycling (more only if
+    // another test's transaction took an id between two merges).
+    let taken = cached_subxids() - before;
+    assert!((2..16).contains(&taken), "{taken} subtransaction ids");
+    assert_eq!(level(), level_before);
+
+    // The same load, with an ERROR where the recycling's subtransaction has its id, inside
+    // an exception block.
+    Spi::run(&format!(
+        "SET LOCAL neardup.error_at = 'recycle_xid';
+         DO $$ BEGIN
+             BEGIN {} EXCEPTION WHEN query_canceled THEN
+                 PERFORM set_config('neardup_test.caught', SQLERRM, true);
+             END;
+             INSERT INTO scratch VALUES (0);
+         END $$;
+         RESET neardup.error_at;",
+        load(3001, 6000)
+    ))
+    .unwrap();
+    let caught = Spi::get_one::<String>("SELECT current_setting('neardup_test.caught', true)")
+        .unwrap()
+        .unwrap_or_default();
+    assert!(caught.contains("recycle_xid"), "the ERROR was raised and caught: {caught:?}");
+    assert_eq!(level(), level_before, "no subtransaction left open");
+    assert_eq!(row_count("docs"), 3000, "the block's rows rolled back");
+    assert_eq!(row_count("scratch"), 2);
+    // The index goes on: the garbage the interrupted merge left is recycled by the next.
+    Spi::run(&format!("DO $$ BEGIN {} END $$", load(6001, 9000))).unwrap();
+    assert!(crate::am::garbage_of("docs_fp").is_empty(), "everything recycled");
+    assert_eq!(
+        Spi::get_one::<i64>("SELECT hamming_index_check('docs_fp')").unwrap(),
+        Some(6000)
+    );
+    assert_index_exact("docs", "simhash64");
+}

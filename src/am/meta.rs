@@ -2,7 +2,7 @@
 
 use super::page::{self, Kind, Locked, Xlog, META_BLOCK};
 use neardup_core::search::code_tables::Tables;
-use neardup_core::search::index_page::{Meta, Run, VERSION};
+use neardup_core::search::index_page::{Meta, Run, MAGIC, OLDEST_READABLE, VERSION};
 use neardup_core::search::table_parts::Parts;
 use pgrx::pg_sys;
 
@@ -18,38 +18,114 @@ pub fn read(index: pg_sys::Relation) -> Meta {
     unsafe { decode(locked.page()) }
 }
 
-/// Decodes the metapage held in `page`; ERROR if it is not a valid one.
+/// A copy of the metapage for the planner, or `None` if this build does not read the
+/// index's format: planning must not fail on an index it would not scan (a sequential
+/// count of a table whose index an older release wrote).
+pub fn read_if_readable(index: pg_sys::Relation) -> Option<Meta> {
+    let locked = Locked::read(
+        index,
+        pg_sys::ForkNumber::MAIN_FORKNUM,
+        META_BLOCK,
+        pg_sys::BUFFER_LOCK_SHARE,
+    );
+    // SAFETY: locked holds block 0 of the index.
+    unsafe { readable(locked.page()).then(|| decode(locked.page())) }
+}
+
+/// Whether this build maintains the index (its inserts and VACUUM): false for an index of a
+/// format it does not read, which an older release wrote (format 1, 0.2.0's, until the update
+/// to 0.3.0 rebuilds it) or a newer one did before a downgrade. Refusing those writes would
+/// take the table down until a REINDEX; instead the first writer to meet such an index
+/// *retires* it: one generic WAL record writes `RETIRED` over the format its metapage names,
+/// with a WARNING, and every write after that leaves it alone. No build reads a retired
+/// index, the one that wrote its format included (each reads only formats it knows), so
+/// the rows it misses are never looked for in it: its scans fail with 55000 until a REINDEX
+/// writes it anew. The answer for a readable index is kept in the relation's `rd_amcache`
+/// (dropped with the relcache entry, as a REINDEX does), so an insert pays for the check
+/// once per relcache entry.
+pub fn maintained(index: pg_sys::Relation) -> bool {
+    // SAFETY: the index is open; rd_amcache belongs to its access method (this one), and is
+    // allocated in rd_indexcxt as PostgreSQL frees it.
+    unsafe {
+        if !(*index).rd_amcache.is_null() {
+            return true;
+        }
+        let main = pg_sys::ForkNumber::MAIN_FORKNUM;
+        let locked = Locked::read(index, main, META_BLOCK, pg_sys::BUFFER_LOCK_SHARE);
+        if readable(locked.page()) {
+            (*index).rd_amcache = pg_sys::MemoryContextAllocZero((*index).rd_indexcxt, 1);
+            return true;
+        }
+        drop(locked);
+        let locked = Locked::read(index, main, META_BLOCK, pg_sys::BUFFER_LOCK_EXCLUSIVE);
+        let format = format(locked.page());
+        if format != Some(RETIRED) {
+            let mut xlog = Xlog::start(index);
+            let page = xlog.register(&locked, false);
+            page::leading_bytes_mut(page)[4..8].copy_from_slice(&RETIRED.to_le_bytes());
+            xlog.finish();
+            pgrx::ereport!(
+                WARNING,
+                pgrx::PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!(
+                    "hamming index \"{}\" has format {}, which this build of neardup does not read: it is retired, no longer maintained, and its scans fail until a REINDEX",
+                    pgrx::name_data_to_str(&(*(*index).rd_rel).relname),
+                    format.unwrap_or(0)
+                ),
+                "REINDEX the index (ALTER EXTENSION neardup UPDATE from 0.2.0 rebuilds every hamming index)."
+            );
+        }
+        false
+    }
+}
+
+/// The format written over the one an index had when a build that does not read it retires
+/// it (see `maintained`): a number no build reads.
+const RETIRED: u32 = u32::MAX;
+
+/// Decodes the metapage held in `page`; ERROR if it is not a valid one, or one of a format
+/// this build does not read (55000, asking for a REINDEX).
 ///
 /// # Safety
 /// `page` is a pinned and locked page of a `hamming` index.
 pub unsafe fn decode(page: pg_sys::Page) -> Meta {
     unsafe {
-        if page::kind(page) != Kind::Meta {
-            pgrx::error!("hamming index block 0 is not a metapage");
-        }
-        let contents = page::contents(page);
-        let version = contents
-            .get(4..8)
-            .map(|v| u32::from_le_bytes(v.try_into().expect("4 bytes")));
-        if version.is_some_and(|v| !(OLDEST_IN_PLACE..=VERSION).contains(&v)) {
+        if !readable(page) {
+            let message = match format(page) {
+                Some(RETIRED) => "hamming index was retired (a build that did not read its format stopped maintaining it)".to_string(),
+                format => format!(
+                    "hamming index has format {}, this build of neardup reads formats {OLDEST_READABLE} to {VERSION}",
+                    format.unwrap_or(0),
+                ),
+            };
             pgrx::ereport!(
                 ERROR,
                 pgrx::PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-                format!(
-                    "hamming index has format {}, this build of neardup reads formats {OLDEST_IN_PLACE} to {VERSION}",
-                    version.unwrap_or(0),
-                ),
-                "REINDEX the index (ALTER EXTENSION neardup UPDATE rebuilds every hamming index)."
+                message,
+                "REINDEX the index (ALTER EXTENSION neardup UPDATE from 0.2.0 rebuilds every hamming index)."
             );
         }
-        Meta::read(contents).unwrap_or_else(|e| pgrx::error!("{}", e.0))
+        if page::kind(page) != Kind::Meta {
+            pgrx::error!("hamming index block 0 is not a metapage");
+        }
+        Meta::read(page::contents(page)).unwrap_or_else(|e| pgrx::error!("{}", e.0))
     }
 }
 
-/// The oldest format read in place: format 3 (0.3.0 to 0.6.0) is format 4 with one tree per
-/// table, and takes format 4 at its next change of the metapage; its runs keep one tree per
-/// table until a merge replaces them.
-const OLDEST_IN_PLACE: u32 = 3;
+/// The format block 0 names. Every format's metapage begins with the magic number and the
+/// format right after the page header, whatever the rest of the page looks like (format 1
+/// laid out its special space differently), so this is read before anything else.
+unsafe fn format(page: pg_sys::Page) -> Option<u32> {
+    let head = unsafe { page::leading_bytes(page) };
+    let word = |at: usize| u32::from_le_bytes(head[at..at + 4].try_into().expect("4 bytes"));
+    (word(0) == MAGIC).then(|| word(4))
+}
+
+/// Whether this build reads the index whose block 0 is `page` (a page that is no metapage
+/// at all is left to `decode` to report).
+unsafe fn readable(page: pg_sys::Page) -> bool {
+    unsafe { format(page) }.is_none_or(|v| (OLDEST_READABLE..=VERSION).contains(&v))
+}
 
 /// Writes `meta` into `page` (an initialised metapage or a GenericXLog copy of one).
 ///

@@ -152,6 +152,16 @@ pub unsafe fn set_next(page: pg_sys::Page, next: u32) {
     unsafe { (*tail_ptr(page)).next = next }
 }
 
+/// The first 8 bytes after the page header, whatever the page's special space says.
+pub unsafe fn leading_bytes(page: pg_sys::Page) -> [u8; 8] {
+    unsafe { std::ptr::read_unaligned(page.add(HEADER) as *const [u8; 8]) }
+}
+
+/// The same bytes, for writing (a GenericXLog copy of the page).
+pub unsafe fn leading_bytes_mut<'a>(page: pg_sys::Page) -> &'a mut [u8; 8] {
+    unsafe { &mut *(page.add(HEADER) as *mut [u8; 8]) }
+}
+
 /// The used part of the contents (up to pd_lower).
 pub unsafe fn contents<'a>(page: pg_sys::Page) -> &'a [u8] {
     unsafe {

@@ -16,6 +16,7 @@
 //! | `before_recycle` | a merge published, before garbage goes to the free space map  |
 //! | `merge_table`    | a merge table by table published one table, before the next    |
 //! | `vacuum_pass`    | VACUUM compacted every run and list once, before its last check|
+//! | `recycle_xid`    | a recycling took a subtransaction id, before it logs its record |
 
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::pg_sys;

@@ -211,17 +211,20 @@ pub fn recycle(index: pg_sys::Relation) {
     let waiting = records().any(|g| !old_enough(g));
     let unread_below = (waiting && no_scan_holds_an_older_metapage(index))
         .then(|| standby_xmin().unwrap_or(u64::MAX));
-    let replayed = recovery_conflict::replayed_below(index);
-    let ready = |g: &Garbage| {
-        (old_enough(g) || unread_below.is_some_and(|below| g.since < below))
-            && replayed.is_none_or(|bound| g.since <= bound)
-    };
+    let unread = |g: &Garbage| old_enough(g) || unread_below.is_some_and(|below| g.since < below);
+    // A standby resolves the conflict of a recycling only once its next transaction id has
+    // reached the stamp: garbage whose stamp it may not have reached waits, or is recycled
+    // from a subtransaction given an id above the stamp (`recovery_conflict`).
+    let reached = recovery_conflict::reached(index);
+    let within = |g: &Garbage| reached.is_none_or(|bound| g.since <= bound);
+    let take_xid = records().any(|g| unread(g) && !within(g)) && recovery_conflict::may_take_xid();
+    let ready = |g: &Garbage| unread(g) && (take_xid || within(g));
     let Some(horizon) = records().filter(|g| ready(g)).map(|g| g.since).max() else {
         return;
     };
     // A standby's queries are in neither horizon without hot_standby_feedback: replay
     // cancels those that could still read this garbage before it replays its recycling.
-    recovery_conflict::before_recycling(index, horizon, REGISTRY_BLOCK);
+    recovery_conflict::before_recycling(index, horizon, REGISTRY_BLOCK, take_xid);
     let mut freed: Vec<u32> = Vec::new();
     for p in &registry.pages {
         if !p.records.iter().any(ready) {

@@ -103,6 +103,9 @@ pub unsafe extern "C-unwind" fn ambulkdelete(
     // SAFETY: standard AM protocol; the callback is PostgreSQL's.
     unsafe {
         let index = (*info).index;
+        if !meta::maintained(index) {
+            return stats;
+        }
         let stats = stats_or_new(stats);
         let callback = callback.expect("bulk delete callback");
         let mut is_dead = |tid: Tid| {
@@ -198,6 +201,9 @@ pub unsafe extern "C-unwind" fn amvacuumcleanup(
             return stats;
         }
         let index = (*info).index;
+        if !meta::maintained(index) {
+            return stats;
+        }
         let had_stats = !stats.is_null();
         let stats = stats_or_new(stats);
         let _lock = MergeLock::wait(index);

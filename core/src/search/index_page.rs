@@ -77,7 +77,11 @@ pub const MAGIC: u32 = 0x4E44_5550; // "NDUP"
 /// (`table_parts`), which older builds would read as more tables. An older index is read
 /// as it is and takes the format written at its first change of the metapage.
 pub const VERSION: u32 = 4;
-/// The oldest format this build reads.
+/// The oldest format this build reads, in place: format 2 (0.3.0 to 0.5.0) kept its garbage
+/// in the metapage, which the first merge moves into the registry, and format 3 (0.6.0) is
+/// format 4 with one tree per table; both take format 4 at their next change of the
+/// metapage, and their runs keep one tree per table until a merge replaces them. Format 1
+/// (0.2.0) kept one build and a pending list: 0.2.0's update to 0.3.0 rebuilds it.
 pub const OLDEST_READABLE: u32 = 2;
 /// Bytes of an entry of a 64-bit fingerprint (see [`entry_size`] for wider codes).
 pub const ENTRY_SIZE: usize = 14;
