@@ -17,8 +17,12 @@
 # (f) hash256: lookups at radii 0..40 and nearest codes equal the reference's.
 # (g) all pairs within 3 bits: the pigeonhole keys (hamming_join_keys) in a table
 #     distributed by key, joined with itself on the key (a co-located join Citus pushes
-#     down whole), equal hamming_pairs on the reference. Prints what the natural self-join
-#     and hamming_pairs on the distributed table do.
+#     down whole), equal hamming_pairs on the reference, also with maintenance_work_mem
+#     too small for hamming_pairs on one server (1 MB); their components and
+#     neardup_clusters on the distributed table equal one server's. The natural self-join
+#     is refused by Citus (printed), hamming_pairs on the distributed table reads every row
+#     through the coordinator, cluster tracking is refused (no triggers on distributed
+#     tables).
 # Skipped with a loud message when no Citus source is reachable (no tarball in $CITUS_SRC,
 # no network). Own servers under /tmp/citus-check (the extension must be installed).
 set -euo pipefail
@@ -55,7 +59,7 @@ q >/dev/null <<'SQL'
 SELECT setseed(0.39);
 -- the single-server reference, local to the coordinator
 CREATE TABLE gen (n serial, fp bigint);
-INSERT INTO gen (fp) SELECT rnd64() FROM generate_series(1, 12000);
+INSERT INTO gen (fp) SELECT rnd64() FROM generate_series(1, 30000);
 INSERT INTO gen (fp) SELECT flip(c.fp, 1 + (i % 6)) FROM (SELECT fp FROM gen ORDER BY n LIMIT 300) c,
     generate_series(1, 12) i;
 INSERT INTO gen (fp) SELECT fp FROM gen ORDER BY n DESC LIMIT 1500;
@@ -126,7 +130,7 @@ SQL
 q -c "ANALYZE docs" -c "ANALYZE codes" >/dev/null
 rows=$(q -c "SELECT count(*) FROM docs")
 ref_rows=$(q -c "SELECT count(*) FROM docs_ref")
-[[ $rows == "$ref_rows" && $rows -gt 18000 ]] || fail "(b) docs holds $rows rows, docs_ref $ref_rows"
+[[ $rows == "$ref_rows" && $rows -gt 36000 ]] || fail "(b) docs holds $rows rows, docs_ref $ref_rows"
 # the workers' merge workers merged the sealed runs: every shard's index checks whole
 sleep 2
 out=$(q -c "SELECT count(*) FILTER (WHERE success), sum(result::bigint) FILTER (WHERE success), string_agg(result, ' ') FILTER (WHERE NOT success)
@@ -336,6 +340,14 @@ hp=$(q -c "SELECT md5(string_agg(a || ':' || b, ',' ORDER BY a, b)), count(*) FR
 # into a function's query), within the coordinator's maintenance_work_mem
 [[ $status == 0 && $hp == "$want" ]] || fail "(g) hamming_pairs('docs', ...): $hp (reference $want)"
 echo "check_citus: (g) hamming_pairs('docs', ...) on the distributed table equals the reference (its rows read through the coordinator)"
+# past the coordinator's memory: with maintenance_work_mem at 1 MB (32 k rows of
+# hamming_pairs) one server cannot pair the table, the key self-join still does
+out=$(q -c "SET maintenance_work_mem = '1MB'" -c "SELECT md5(string_agg(a || ':' || b, ',' ORDER BY a, b)), count(*) FROM ($pairs_sql) s")
+[[ $out == "$want" ]] || fail "(g) the key self-join with maintenance_work_mem = 1MB: $out (reference $want)"
+status=0
+err=$(q -c "SET maintenance_work_mem = '1MB'" -c "SELECT count(*) FROM hamming_pairs('docs', 'id', 'fp', 3)" 2>&1) || status=$?
+[[ $status != 0 ]] && grep -q "do not fit in maintenance_work_mem" <<<"$err" || fail "(g) hamming_pairs('docs', ...) in 1 MB: $err"
+echo "check_citus: (g) maintenance_work_mem = 1MB: the key self-join still equals the reference; hamming_pairs('docs', ...): $(sed -n 1p <<<"$err")"
 # clusters: of the key self-join's pairs, and neardup_clusters given the distributed table
 out=$(q -c "SELECT (SELECT md5(string_agg(node || ':' || component, ',' ORDER BY node)) FROM neardup_components(\$q\$$pairs_sql\$q\$))
      = (SELECT md5(string_agg(node || ':' || component, ',' ORDER BY node)) FROM neardup_components('SELECT a, b FROM hamming_pairs(''docs_ref'', ''id'', ''fp'', 3)')),
