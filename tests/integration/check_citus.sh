@@ -23,6 +23,8 @@
 #     is refused by Citus (printed), hamming_pairs on the distributed table reads every row
 #     through the coordinator, cluster tracking is refused (no triggers on distributed
 #     tables).
+# (h) MinHash LSH: band keys (from lsh_bands) in a table distributed by key, a co-located
+#     self-join verified by jaccard, equal to minhash_pairs on one server.
 # Skipped with a loud message when no Citus source is reachable (no tarball in $CITUS_SRC,
 # no network). Own servers under /tmp/citus-check (the extension must be installed).
 set -euo pipefail
@@ -362,4 +364,37 @@ err=$(q -c "SELECT neardup_cluster_tracking('docs', 'docs_tracked', 'id', 'fp', 
 echo "check_citus: (g) neardup_cluster_tracking on a distributed table: $(sed -n 1p <<<"$err")"
 echo "check_citus: (g) ${want#*|} pairs within 3 bits: the key self-join ($blocks blocks, fp_keys filled in $fill s by repartitioning, joined in $took_keys s as $shards co-located tasks) equals hamming_pairs on the reference; its components and neardup_clusters('docs', ...) equal one server's ($((SECONDS - T0)) s). A task:"
 sed -n '/Task$/,$p' <<<"$plan" | sed 's/^/    /' | sed -n 1,12p
+# --- (h) MinHash LSH: band keys in a table distributed by key, a co-located self-join
+# verified by jaccard, equal to minhash_pairs on one server. The keys are read from the
+# text form of lsh_bands (b<bands>r<rows>:<16 hex digits>:...): no function returns them.
+q >/dev/null <<'SQL'
+SELECT setseed(0.3);
+CREATE TABLE texts_ref (id bigint PRIMARY KEY, body text);
+INSERT INTO texts_ref SELECT i, (SELECT string_agg('w' || floor(random() * 3000)::int, ' ') FROM generate_series(1, 100) w WHERE i > 0)
+    FROM generate_series(1, 4000) i;
+INSERT INTO texts_ref SELECT 100000 + id, regexp_replace(body, ' w[0-9]+ w[0-9]+$', ' x y') FROM texts_ref WHERE id % 4 = 0;
+INSERT INTO texts_ref SELECT 200000 + id, regexp_replace(body, '^(w[0-9]+ ){10}', '') FROM texts_ref WHERE id % 7 = 0 AND id < 100000;
+CREATE TABLE sketches_ref AS SELECT id, minhash(body) AS mh FROM texts_ref;
+CREATE TABLE sketches (id bigint PRIMARY KEY, mh minhash_sketch);
+SELECT create_distributed_table('sketches', 'id');
+INSERT INTO sketches SELECT * FROM sketches_ref;
+CREATE FUNCTION band_keys(b lsh_bands) RETURNS bigint[] IMMUTABLE PARALLEL SAFE LANGUAGE sql
+    AS $$ SELECT array_agg(('x' || k)::bit(64)::bigint) FROM unnest((string_to_array(b::text, ':'))[2:]) k $$;
+CREATE TABLE band_keys (key bigint, id bigint, mh minhash_sketch);
+SELECT create_distributed_table('band_keys', 'key');
+INSERT INTO band_keys SELECT k, id, mh FROM sketches, unnest(band_keys(lsh_bands(mh, 0.8))) k;
+ANALYZE band_keys;
+SQL
+[[ $(q -c "SELECT string_agg(result, ',') FROM run_command_on_workers(\$\$SELECT count(*) FROM pg_proc WHERE proname = 'band_keys'\$\$)") == 1,1 ]] ||
+    fail "(h) CREATE FUNCTION band_keys did not reach the workers"
+lsh_sql="SELECT DISTINCT a.id AS a, b.id AS b FROM band_keys a JOIN band_keys b ON a.key = b.key WHERE a.id < b.id AND jaccard(a.mh, b.mh) >= 0.8"
+plan=$(q -c "EXPLAIN (COSTS OFF) $lsh_sql")
+grep -q "Task Count: $shards" <<<"$plan" && ! grep -q "Distributed Subplan\|MapMergeJob\|repartition" <<<"$plan" || fail "(h) the band key self-join is not pushed down: $plan"
+got=$(q -c "SELECT md5(string_agg(a || ':' || b, ',' ORDER BY a, b)), count(*) FROM ($lsh_sql) s")
+want=$(q -c "SELECT md5(string_agg(a || ':' || b, ',' ORDER BY a, b)), count(*) FROM minhash_pairs('sketches_ref', 'id', 'mh', 0.8)")
+[[ $got == "$want" ]] || fail "(h) LSH pairs through the distributed band keys $got, minhash_pairs on one server $want"
+((${want#*|} > 500)) || fail "(h) only ${want#*|} LSH pairs"
+got=$(q -c "SELECT md5(string_agg(a || ':' || b, ',' ORDER BY a, b)), count(*) FROM minhash_pairs('sketches', 'id', 'mh', 0.8)")
+[[ $got == "$want" ]] || fail "(h) minhash_pairs on the distributed table $got, one server $want"
+echo "check_citus: (h) ${want#*|} MinHash pairs at Jaccard 0.8: the band key self-join (DISTINCT on the coordinator) and minhash_pairs on the distributed table equal minhash_pairs on one server ($((SECONDS - T0)) s)"
 echo "check_citus: ok ($((SECONDS - T0)) s)"
