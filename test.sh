@@ -15,7 +15,8 @@
 #                   bounds, an install in a schema off the search_path; for the hamming
 #                   index a model-based test (tests/model), isolation specs
 #                   (tests/isolation), crash, standby and long-snapshot checks, the
-#                   background merge workers; the Debian package installed without cargo
+#                   background merge workers; the Debian package installed without cargo; neardup on a
+#                   Citus coordinator and 2 workers (Citus built once by scripts/citus.sh)
 #   5. other majors: on 18 and 16, the integration checks that do not depend on the major's
 #                   own behaviour being 15's, and pg_upgrade from 15
 set -euo pipefail
