@@ -79,7 +79,7 @@ tests/integration/run.sh
 COMMON="check_readme_cookbook check_cancellation check_memory_bounds check_parallel_own_rows \
 check_held_rows_ddl check_any_schema check_package"
 section "5. integration (PostgreSQL 18)"
-PG_CONFIG=$PG18 NEARDUP_CHECKS="$COMMON check_index_crash check_index_standby check_merge_worker check_merge_xids check_pg_upgrade" \
+PG_CONFIG=$PG18 NEARDUP_CHECKS="$COMMON check_index_crash check_index_standby check_merge_worker check_merge_xids check_citus check_pg_upgrade" \
     tests/integration/run.sh
 section "5. integration (PostgreSQL 16)"
 PG_CONFIG=$PG16 NEARDUP_CHECKS="$COMMON check_pg_upgrade" tests/integration/run.sh
