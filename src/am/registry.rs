@@ -296,7 +296,10 @@ fn no_scan_holds_an_older_metapage(index: pg_sys::Relation) -> bool {
 /// slot's, or a walsender's without a slot), as a full transaction id; `None` when no
 /// standby reports one. A standby without feedback is not waited for: as with PostgreSQL's
 /// own indexes, replay cancels its queries that could still read the garbage before it
-/// replays the recycling (`recovery_conflict`).
+/// replays the recycling (`recovery_conflict`). Nor is one with feedback while no walsender
+/// holds its xmin (it is down, or has not reported since it connected) and no replication
+/// slot keeps it: nothing tells it apart from a standby without feedback, and PostgreSQL
+/// prunes its heap for it alike (`GlobalVisCheckRemovableFullXid` then leaves it out too).
 fn standby_xmin() -> Option<u64> {
     // SAFETY: reads of shared memory that PostgreSQL itself reads without locks for
     // advice (a walsender's pid and its PGPROC's xmin are single aligned words).

@@ -9,8 +9,10 @@
 # Then merges through replication: an index WITH (pending_limit = 500) on a table of its
 # own takes inserts from two sessions in small transactions while a third updates,
 # deletes and VACUUMs, so that runs are written, merged and recycled (and their pages
-# reused) all along; meanwhile the standby answers lookups. With hot_standby_feedback on,
-# none may fail. Without it, replay may cancel them as conflicts with recovery (40001, the
+# reused) all along; meanwhile the standby answers lookups. With hot_standby_feedback on
+# (the lookups start once the standby has replayed what the primary wrote before it held
+# the standby's xmin), none may fail, nor from three sessions while the standby, its xmin
+# kept by a physical replication slot, is restarted under the load. Without it, replay may cancel them as conflicts with recovery (40001, the
 # primary logs each recycling as a btree logs a page reuse), and they are then retried; no
 # scan may meet a reused page, and no other error is allowed. A scan held open across the
 # primary's recycling must be cancelled by a snapshot conflict. After the load, a VACUUM and replay, the standby's answers must
@@ -284,6 +286,12 @@ stream_round() {
         done
         [[ $(qp -c "SELECT count(*) FROM pg_stat_replication WHERE backend_xmin IS NOT NULL") == 1 ]] ||
             fail "[$STAGE] the standby's feedback did not reach the primary"
+        # Feedback holds back only what the primary does after it has the standby's xmin:
+        # the recyclings (and heap prunes) it logged before, in the round without feedback,
+        # still conflict with the standby's queries if the standby replays them while they
+        # run. (Starting the lookups without this wait, one run in three of this check was
+        # cancelled by a record of the round before.)
+        synced
     fi
     rm -f "$STANDBY/lookups.all"
     loaders=()
@@ -345,6 +353,90 @@ echo "check_index_standby: $ids ids taken on the primary (pending lists sealed, 
 STAGE="merges, hot_standby_feedback = on"
 stream_round on 20
 ((CANCELLED == 0 && TERMINATED == 0)) || fail "[$STAGE] $CANCELLED standby lookups cancelled, $TERMINATED sessions ended, with hot_standby_feedback on"
+
+# A standby restarted under merge load: while it is down no walsender holds its xmin, and
+# the primary recycles what it merges away (as it prunes its heap) at once. A physical
+# replication slot keeps the standby's last xmin meanwhile, and with it no standby query
+# may be cancelled, neither before the restart nor while the standby replays what the
+# primary wrote while it was down. (Without a slot, queries that start in the first
+# seconds after the restart may be cancelled by that WAL, as by a btree's reused pages or
+# the heap's pruned rows: what feedback cannot prevent, and this check does not try.)
+STAGE="merges, hot_standby_feedback = on, a replication slot, the standby restarted"
+qp -c "SELECT pg_create_physical_replication_slot('neardup_standby')" >/dev/null
+qs -c "ALTER SYSTEM SET primary_slot_name = 'neardup_standby'" -c "SELECT pg_reload_conf()" >/dev/null
+for _ in $(seq 100); do
+    [[ $(qp -c "SELECT count(*) FROM pg_replication_slots WHERE active AND xmin IS NOT NULL") == 1 ]] && break
+    sleep 0.1
+done
+[[ $(qp -c "SELECT count(*) FROM pg_replication_slots WHERE active AND xmin IS NOT NULL") == 1 ]] ||
+    fail "[$STAGE] the standby's feedback did not reach its replication slot"
+synced
+# Short lookups, one statement each, from three sessions at a time.
+{
+    echo "\\set ON_ERROR_STOP 0"
+    echo "\\set VERBOSITY verbose"
+    echo "SET enable_seqscan = off; SET enable_bitmapscan = off;"
+    for pid in $(seq 50); do
+        echo "SELECT count(*) FROM probes p JOIN stream d ON d.fp <@ hamming_ball(p.fp::simhash64, 3) WHERE p.pid = $pid;"
+        echo "\\echo SQLSTATE :SQLSTATE"
+    done
+} >"$STANDBY/short_lookups.sql"
+# standby_lookups SECONDS OUT: one session after another for SECONDS (while the standby is
+# down, none connects).
+standby_lookups() {
+    local until=$((SECONDS + $1))
+    while ((SECONDS < until)); do
+        psql -XqAt -h "$STANDBY" -p 5432 -U postgres -d postgres -f "$STANDBY/short_lookups.sql" >>"$2" 2>&1 || sleep 0.05
+    done
+}
+conflicts_before=$(qs -c "SELECT confl_snapshot FROM pg_stat_database_conflicts WHERE datname = 'postgres'")
+rm -f "$STANDBY"/short_lookups.*.out
+loaders=() sessions=()
+for f in insert insert vacuum; do
+    qp -f "$PRIMARY/stream_$f.sql" >>"$PRIMARY/stream_$f.log" 2>&1 &
+    loaders+=($!)
+done
+for i in 1 2 3; do
+    standby_lookups 16 "$STANDBY/short_lookups.$i.out" &
+    sessions+=($!)
+done
+sleep 4
+answered_before=$(cat "$STANDBY"/short_lookups.*.out | grep -c "^SQLSTATE 00000$" || true)
+conflicts_stopped=$(qs -c "SELECT confl_snapshot FROM pg_stat_database_conflicts WHERE datname = 'postgres'")
+sudo -u postgres "$PG_BIN/pg_ctl" -D "$STANDBY/data" -m fast -w stop >/dev/null
+ids_down=$(next_id)
+sleep 3
+ids_down=$(($(next_id) - ids_down))
+sudo -u postgres "$PG_BIN/pg_ctl" -D "$STANDBY/data" -l "$STANDBY/server.log" -w -t 60 start >/dev/null ||
+    fail "[$STAGE] the standby did not start again: $(tail -20 "$STANDBY/server.log")"
+for pid in "${sessions[@]}"; do wait "$pid"; done
+for i in "${!loaders[@]}"; do
+    kill -0 "${loaders[$i]}" 2>/dev/null || fail "[$STAGE] loader $i ended early: $(tail -n 3 "$PRIMARY"/stream_*.log)"
+done
+qp -c "SELECT pg_terminate_backend(pid, 30000) FROM pg_stat_activity
+    WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()" >/dev/null
+for pid in "${loaders[@]}"; do wait "$pid" 2>/dev/null || true; done
+loaders=()
+answered=$(cat "$STANDBY"/short_lookups.*.out | grep -c "^SQLSTATE 00000$" || true)
+conflicts_after=$(qs -c "SELECT confl_snapshot FROM pg_stat_database_conflicts WHERE datname = 'postgres'")
+echo "check_index_standby: restarted under merge load with a replication slot: $answered_before standby lookups" \
+    "answered before, $((answered - answered_before)) after; $ids_down ids taken on the primary while the standby was down;" \
+    "confl_snapshot $conflicts_before -> $conflicts_stopped before the restart, $conflicts_after after it"
+! grep -h "conflict with recovery" "$STANDBY"/short_lookups.*.out | grep -q . ||
+    fail "[$STAGE] standby lookups were cancelled: $(grep -h -m3 "conflict with recovery" "$STANDBY"/short_lookups.*.out)"
+! grep -h "^SQLSTATE " "$STANDBY"/short_lookups.*.out | grep -vqE "^SQLSTATE (00000|57P01)$" ||
+    fail "[$STAGE] a standby lookup failed: $(grep -h -E "ERROR|FATAL" "$STANDBY"/short_lookups.*.out | sed -n 1,3p)"
+# (The restart keeps the counters, or starts them again from 0.)
+((conflicts_stopped == conflicts_before && (conflicts_after == conflicts_before || conflicts_after == 0))) ||
+    fail "[$STAGE] pg_stat_database_conflicts counts snapshot conflicts: $conflicts_before -> $conflicts_stopped, then $conflicts_after"
+((answered - answered_before >= 20)) || fail "[$STAGE] only $((answered - answered_before)) standby lookups answered after the restart"
+((ids_down >= 4)) || fail "[$STAGE] only $ids_down ids taken on the primary while the standby was down: too few merges"
+qs -c "ALTER SYSTEM RESET primary_slot_name" -c "SELECT pg_reload_conf()" >/dev/null
+for _ in $(seq 100); do
+    [[ $(qp -c "SELECT count(*) FROM pg_replication_slots WHERE active") == 0 ]] && break
+    sleep 0.1
+done
+qp -c "SELECT pg_drop_replication_slot('neardup_standby')" >/dev/null
 
 STAGE="after the merges, VACUUM"
 # Feedback off first, and its xmin gone from the primary: otherwise the standby's last
