@@ -27,6 +27,15 @@ T0=$SECONDS
 fail() { echo "check_index_standby: $*" >&2; exit 1; }
 qp() { psql -XqAt -v ON_ERROR_STOP=1 -h "$PRIMARY" -p 5432 -U postgres -d postgres "$@"; }
 qs() { psql -XqAt -v ON_ERROR_STOP=1 -h "$STANDBY" -p 5432 -U postgres -d postgres "$@"; }
+# primary_until SQL: waits up to 10 s for SQL on the primary to give 1; false if it never does
+primary_until() {
+    local _
+    for _ in $(seq 100); do
+        [[ $(qp -c "$1") == 1 ]] && return 0
+        sleep 0.1
+    done
+    return 1
+}
 # rows NODE TABLE: counted by a seq scan (with no column needed, the planner may otherwise
 # choose an index-only scan of the hamming index, which cannot return tuples).
 rows() { PGOPTIONS="-c enable_indexscan=off -c enable_indexonlyscan=off -c enable_bitmapscan=off" "$1" -c "SELECT count(*) FROM $2"; }
@@ -280,11 +289,7 @@ stream_round() {
     qs -c "ALTER SYSTEM SET hot_standby_feedback = $feedback" -c "ALTER SYSTEM SET max_standby_streaming_delay = '1s'" \
         -c "SELECT pg_reload_conf()" >/dev/null
     if [[ $feedback == on ]]; then
-        for _ in $(seq 100); do
-            [[ $(qp -c "SELECT count(*) FROM pg_stat_replication WHERE backend_xmin IS NOT NULL") == 1 ]] && break
-            sleep 0.1
-        done
-        [[ $(qp -c "SELECT count(*) FROM pg_stat_replication WHERE backend_xmin IS NOT NULL") == 1 ]] ||
+        primary_until "SELECT count(*) FROM pg_stat_replication WHERE backend_xmin IS NOT NULL" ||
             fail "[$STAGE] the standby's feedback did not reach the primary"
         # Feedback holds back only what the primary does after it has the standby's xmin:
         # the recyclings (and heap prunes) it logged before, in the round without feedback,
@@ -364,11 +369,7 @@ stream_round on 20
 STAGE="merges, hot_standby_feedback = on, a replication slot, the standby restarted"
 qp -c "SELECT pg_create_physical_replication_slot('neardup_standby')" >/dev/null
 qs -c "ALTER SYSTEM SET primary_slot_name = 'neardup_standby'" -c "SELECT pg_reload_conf()" >/dev/null
-for _ in $(seq 100); do
-    [[ $(qp -c "SELECT count(*) FROM pg_replication_slots WHERE active AND xmin IS NOT NULL") == 1 ]] && break
-    sleep 0.1
-done
-[[ $(qp -c "SELECT count(*) FROM pg_replication_slots WHERE active AND xmin IS NOT NULL") == 1 ]] ||
+primary_until "SELECT count(*) FROM pg_replication_slots WHERE active AND xmin IS NOT NULL" ||
     fail "[$STAGE] the standby's feedback did not reach its replication slot"
 synced
 # Short lookups, one statement each, from three sessions at a time.
@@ -432,10 +433,7 @@ echo "check_index_standby: restarted under merge load with a replication slot: $
 ((answered - answered_before >= 20)) || fail "[$STAGE] only $((answered - answered_before)) standby lookups answered after the restart"
 ((ids_down >= 4)) || fail "[$STAGE] only $ids_down ids taken on the primary while the standby was down: too few merges"
 qs -c "ALTER SYSTEM RESET primary_slot_name" -c "SELECT pg_reload_conf()" >/dev/null
-for _ in $(seq 100); do
-    [[ $(qp -c "SELECT count(*) FROM pg_replication_slots WHERE active") == 0 ]] && break
-    sleep 0.1
-done
+primary_until "SELECT (count(*) = 0)::int FROM pg_replication_slots WHERE active" || true
 qp -c "SELECT pg_drop_replication_slot('neardup_standby')" >/dev/null
 
 STAGE="after the merges, VACUUM"
