@@ -11,6 +11,7 @@ use neardup_core::text::features::FeatureKind;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use std::cell::Cell;
 
 stored_class!(Sketch, MinhashSketch, "MinhashSketch", "minhash_sketch");
 stored_class!(
@@ -23,6 +24,28 @@ stored_class!(LshBands, BandKeys, "LshBands", "lsh_bands");
 
 fn invalid(e: impl ToString) -> PyErr {
     PyValueError::new_err(e.to_string())
+}
+
+thread_local! {
+    /// The banding chosen last, by (threshold bits, num_hashes), as the server keeps it:
+    /// a loop bands every sketch at one threshold, and choosing takes up to milliseconds.
+    static LAST_CHOICE: Cell<Option<(u64, usize, Banding)>> = const { Cell::new(None) };
+}
+
+/// The banding SQL `lsh_bands(sketch, threshold)` uses: the least weighted error with false
+/// negatives weighted 9:1, since every candidate is verified.
+fn banding_for_threshold(threshold: f64, num_hashes: usize) -> PyResult<Banding> {
+    if let Some((bits, m, banding)) = LAST_CHOICE.get() {
+        if bits == threshold.to_bits() && m == num_hashes {
+            return Ok(banding);
+        }
+    }
+    let (fp, fn_) = VERIFIED_WEIGHTS;
+    let chosen = params_for_threshold(threshold, num_hashes, fp, fn_)
+        .map_err(|e| PyValueError::new_err(format!("lsh_bands: {e}")))?
+        .banding;
+    LAST_CHOICE.set(Some((threshold.to_bits(), num_hashes, chosen)));
+    Ok(chosen)
 }
 
 #[pymethods]
@@ -83,12 +106,7 @@ impl Sketch {
     ) -> PyResult<LshBands> {
         let values = self.0.values();
         let banding = match (threshold, bands, rows) {
-            (Some(threshold), None, None) => {
-                let (fp, fn_) = VERIFIED_WEIGHTS;
-                params_for_threshold(threshold, values.len(), fp, fn_)
-                    .map_err(|e| PyValueError::new_err(format!("lsh_bands: {e}")))?
-                    .banding
-            }
+            (Some(threshold), None, None) => banding_for_threshold(threshold, values.len())?,
             (None, Some(bands), Some(rows)) => {
                 Banding::new(bands.into(), rows.into(), values.len()).map_err(invalid)?
             }
