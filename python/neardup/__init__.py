@@ -6,8 +6,8 @@ are ``neardup_canonical`` and ``neardup_tokens``; ``chunks`` is ``neardup_chunks
 defaults, computed by the same Rust core. Texts are ``str`` or UTF-8 ``bytes``; a text
 PostgreSQL's ``text`` cannot hold (lone surrogates, invalid UTF-8, NUL) is refused.
 
-The adapters are optional modules: ``neardup.psycopg`` (psycopg 3) and
-``neardup.sqlalchemy`` (SQLAlchemy 2).
+The adapters are optional modules: ``neardup.psycopg`` (psycopg 3),
+``neardup.sqlalchemy`` (SQLAlchemy 2) and ``neardup.asyncpg``.
 """
 
 from ._neardup import (
