@@ -17,5 +17,6 @@ diff <(core_crates "$ROOT") <(core_crates "$ROOT/python") ||
 rm -rf "$VENV"
 python3 -m venv "$VENV"
 "$VENV/bin/pip" install --quiet "$ROOT/python[test]"
-cd "$ROOT/python"
-NEARDUP_REQUIRE_SERVER=1 "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests
+# run from outside python/, so that the installed package is imported, not its source folder
+cd /tmp
+NEARDUP_REQUIRE_SERVER=1 "$VENV/bin/pytest" -q -p no:cacheprovider "$ROOT/python/tests"
