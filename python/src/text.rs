@@ -4,9 +4,10 @@ use pyo3::exceptions::{PyTypeError, PyUnicodeDecodeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
-/// Texts at least this long are processed with the GIL released. Releasing and taking it
-/// back costs about a microsecond, what the pipeline spends on some hundreds of bytes, so
-/// short texts keep it; at this length the work is a few hundred times that.
+/// Texts at least this long are processed with the GIL released. Taking it back waits for
+/// whichever thread holds it then, up to Python's switch interval (5 ms) when that thread
+/// is busy, so a short text, a few microseconds of work, keeps it; this length is some
+/// hundreds of microseconds of work.
 const DETACH_AT: usize = 64 * 1024;
 
 /// The UTF-8 bytes of a text argument: a `str`, or `bytes` that are valid UTF-8. These are
