@@ -10,7 +10,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 VENV=/tmp/neardup-python-venv
 
 # the crates neardup-core is built with, in a workspace
-core_crates() { (cd "$1" && cargo tree -p neardup-core --prefix none -e normal --offline | sort -u); }
+core_crates() { (cd "$1" && cargo tree -p neardup-core --prefix none -e normal | sort -u); }
 diff <(core_crates "$ROOT") <(core_crates "$ROOT/python") ||
     { echo "python/Cargo.lock builds neardup-core with other crates than Cargo.lock"; exit 1; }
 
