@@ -12,7 +12,8 @@
 #                   100 MB text, the README cookbook and rendering, the demo, the upgrade
 #                   from 0.1.0, the indexes each earlier release's library wrote (built
 #                   once per machine) served by this one, an install over a running server, cancellation, memory
-#                   bounds, an install in a schema off the search_path; for the hamming
+#                   bounds, an install in a schema off the search_path, the Python package
+#                   (python/) against the server; for the hamming
 #                   index a model-based test (tests/model), isolation specs
 #                   (tests/isolation), crash, standby and long-snapshot checks, the
 #                   background merge workers; the Debian package installed without cargo; neardup on a
@@ -35,6 +36,8 @@ for major in 16 18; do
     cargo clippy -p neardup --all-targets --quiet --no-default-features --features "pg$major" -- -D warnings
 done
 scripts/check_unbuilt.sh 17
+# the Python module: a cargo workspace of its own (python/Cargo.toml says why)
+(cd python && cargo fmt --check && cargo clippy --all-targets --quiet -- -D warnings)
 
 section "2. core (cargo test)"
 cargo test -p neardup-core --release
