@@ -17,7 +17,7 @@
 
 use crate::base::interrupts;
 use crate::images::pdq::{luminance, Luma};
-use image::{DynamicImage, ImageDecoder, ImageError, ImageReader, Limits};
+use image::{DynamicImage, ImageDecoder, ImageError, ImageFormat, ImageReader, Limits};
 use std::io::{BufRead, Cursor, Read, Seek, SeekFrom};
 
 /// Why some bytes gave no luminance plane.
@@ -44,8 +44,14 @@ pub fn decode_luma(bytes: &[u8], max_pixels: u64) -> Result<Luma, DecodeError> {
     let reader = ImageReader::new(Interruptible::new(bytes))
         .with_guessed_format()
         .map_err(|e| DecodeError::Invalid(e.to_string()))?;
-    if reader.format().is_none() {
-        return Err(DecodeError::UnknownFormat);
+    match reader.format() {
+        None => return Err(DecodeError::UnknownFormat),
+        Some(ImageFormat::Jpeg) if !jpeg_complete(bytes) => {
+            return Err(DecodeError::Invalid(
+                "truncated JPEG: no end of image after its last scan".into(),
+            ))
+        }
+        Some(_) => {}
     }
     let side = u32::try_from(max_pixels).unwrap_or(u32::MAX);
     let mut limits = Limits::default();
@@ -69,6 +75,16 @@ pub fn decode_luma(bytes: &[u8], max_pixels: u64) -> Result<Luma, DecodeError> {
     }
     let image = DynamicImage::from_decoder(decoder).map_err(|e| classify(e, max_pixels))?;
     Ok(luma_of(&image))
+}
+
+/// Whether an end-of-image marker follows the last start-of-scan: the JPEG decoder fills
+/// the missing rows of a truncated file with gray instead of failing (Pillow refuses it:
+/// "image file is truncated"). Inside a scan's entropy-coded data a 0xFF byte is always
+/// followed by 0x00 or a restart marker, so the first FF D9 after the last FF DA is the
+/// image's end (an EXIF thumbnail's markers come before the main image's scans).
+fn jpeg_complete(bytes: &[u8]) -> bool {
+    let last_scan = bytes.windows(2).rposition(|m| m == [0xFF, 0xDA]);
+    last_scan.is_some_and(|at| bytes[at..].windows(2).any(|m| m == [0xFF, 0xD9]))
 }
 
 fn classify(error: ImageError, max_pixels: u64) -> DecodeError {
