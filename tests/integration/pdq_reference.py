@@ -155,12 +155,20 @@ def sources(rng):
     yield "huge", pattern(2600, 1900, "rings")
 
 
-def variants(name, image, rng):
-    """The image, crops, scalings, rotations and mirrors of it."""
+def variants(name, image, rng, again):
+    """The image, crops, scalings, rotations and mirrors of it (`again`: only the random
+    crops and turns, for a further round)."""
     from PIL import Image
 
-    yield name, image
     h, w = image.shape[:2]
+    if again:
+        for k in range(3):
+            if h > 10 and w > 10:
+                top, left = rng.integers(0, h // 3), rng.integers(0, w // 3)
+                crop = image[top:rng.integers(top + 5, h + 1), left:rng.integers(left + 5, w + 1)]
+                yield f"{name}/again{again}.{k}", np.ascontiguousarray(TRANSFORMS[rng.integers(0, 8)](crop))
+        return
+    yield name, image
     for k in range(3):
         if h > 10 and w > 10:
             top, left = rng.integers(0, h // 3), rng.integers(0, w // 3)
@@ -204,10 +212,12 @@ def check(n):
     import psycopg
 
     rng = np.random.default_rng(40)
-    items = []
-    for name, image in sources(rng):
-        for vname, variant in variants(name, image, rng):
-            items.extend(encodings(vname, variant, rng))
+    items, images, again = [], list(sources(rng)), 0
+    while len(items) < int(n):
+        for name, image in images:
+            for vname, variant in variants(name, image, rng, again):
+                items.extend(encodings(vname, variant, rng))
+        again += 1
     if len(items) > int(n):
         keep = sorted(rng.choice(len(items), size=int(n), replace=False))
         items = [items[i] for i in keep]
