@@ -43,6 +43,14 @@ for major in "${!pgrx_majors[@]}"; do
 done
 ((missing == 0)) || cargo pgrx init "${pgrx_init[@]}"
 
+# pdqhash (Meta's PDQ C++), Pillow, numpy and scikit-image's sample pictures for the PDQ
+# reference check (tests/integration/check_pdq_reference.sh)
+if ! python3 -c "import pdqhash, PIL, numpy, skimage" 2>/dev/null; then
+    echo "== installing pdqhash, Pillow, numpy, scikit-image"
+    python3 -m pip install -q pdqhash Pillow numpy scikit-image 2>/dev/null ||
+        python3 -m pip install -q --break-system-packages pdqhash Pillow numpy scikit-image
+fi
+
 # psycopg 3 for the model-based index test (tests/model/model.py)
 if ! python3 -c "import psycopg" 2>/dev/null; then
     echo "== installing psycopg 3"

@@ -14,6 +14,7 @@ mod bloom_signature;
 mod cluster_tracking;
 mod clusters;
 mod hamming_query;
+mod images;
 mod lsh;
 mod neardup_keep;
 mod shingling;
@@ -34,6 +35,7 @@ pub extern "C-unwind" fn _PG_init() {
     am::init_pause_points();
     am::merge_worker::init();
     hamming_query::init();
+    images::init();
     shingling::init();
 }
 
@@ -89,4 +91,5 @@ mod tests {
     include!("hamming_query/volatile_tests.rs");
     include!("support/hardening_tests.rs");
     include!("wide_codes/tests.rs");
+    include!("images/tests.rs");
 }

@@ -12,11 +12,13 @@
 //! The folders are layers: [`base`] (hashing, random streams, hex, interrupts), [`text`] (the
 //! text pipeline), [`signatures`] (the signatures and their stored encodings), [`search`] (the
 //! structures that find near signatures: permuted tables, index pages, LSH) and [`clusters`]
-//! (the algorithms over found pairs). A layer imports only the layers below it.
+//! (the algorithms over found pairs), then [`images`] (image bytes to PDQ hashes). A layer
+//! imports only the layers below it.
 
 // The layers, lowest first; each imports only the layers listed before it.
 pub mod base;
 pub mod clusters;
+pub mod images;
 pub mod search;
 pub mod signatures;
 pub mod text;

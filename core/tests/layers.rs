@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::Path;
 
-const LAYERS: [&str; 5] = ["base", "text", "signatures", "search", "clusters"];
+const LAYERS: [&str; 6] = ["base", "text", "signatures", "search", "clusters", "images"];
 
 #[test]
 fn no_layer_imports_a_higher_one() {
