@@ -65,8 +65,8 @@ def pdq_hex(image):
     import pdqhash
 
     vector, _quality = pdqhash.compute(np.ascontiguousarray(image))
-    # pdqhash gives bit i of the hash at [i]; ThreatExchange prints bit 255 first
-    bits = np.asarray(vector[::-1], dtype=np.uint8)
+    # pdqhash's vector holds bit 255 first, the order ThreatExchange prints (and pdq() gives)
+    bits = np.asarray(vector, dtype=np.uint8)
     return np.packbits(bits).tobytes().hex()
 
 
