@@ -162,3 +162,16 @@ class BloomSignature(_Stored):
         """SQL ``bloom_similarity(self, other)``."""
     def __and__(self, other: BloomSignature) -> BloomSignature: ...
     def __or__(self, other: BloomSignature) -> BloomSignature: ...
+
+def pdq(image: bytes, max_pixels: int = 25_000_000) -> bytes:
+    """SQL ``pdq(image bytea)``: Meta's PDQ hash of the encoded image (JPEG, PNG, GIF, WebP,
+    BMP or TIFF) as the 32 bytes of ``hash256``; ValueError for bytes that are no image or a
+    truncated one and for images under 5 x 5 pixels, MemoryError past ``max_pixels`` (the
+    server's default ``neardup.pdq_max_pixels``)."""
+
+def pdq_quality(image: bytes, max_pixels: int = 25_000_000) -> int:
+    """SQL ``pdq_quality``: PDQ's quality of the image, 0 to 100 (0 under 5 x 5 pixels)."""
+
+def pdq_dihedral(image: bytes, max_pixels: int = 25_000_000) -> list[bytes]:
+    """SQL ``pdq_dihedral``: the hashes of the image and its 7 rotations and mirrors, in the
+    reference's order."""

@@ -4,6 +4,7 @@
 //! bit the one the server computes. Each function names the SQL function it mirrors.
 
 mod bloom;
+mod images;
 mod shingling;
 mod stored;
 mod text;
@@ -152,6 +153,9 @@ fn _neardup(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bloom::bloom_match_of, m)?)?;
     m.add_function(wrap_pyfunction!(bloom::bloom_similarity_of, m)?)?;
     m.add_function(wrap_pyfunction!(bloom::chunks, m)?)?;
+    m.add_function(wrap_pyfunction!(images::pdq, m)?)?;
+    m.add_function(wrap_pyfunction!(images::pdq_quality, m)?)?;
+    m.add_function(wrap_pyfunction!(images::pdq_dihedral, m)?)?;
     m.add_class::<shingling::Sketch>()?;
     m.add_class::<shingling::Supershingles>()?;
     m.add_class::<shingling::LshBands>()?;
