@@ -25,28 +25,15 @@ fn dct(py: Python<'_>, image: &[u8], max_pixels: u64) -> PyResult<Transformed> {
             (size, algorithm::dct(&mut luma))
         })
     });
-    match decoded {
-        Ok(((cols, rows), found)) => Ok((cols, rows, found)),
-        Err(DecodeError::UnknownFormat) => Err(PyValueError::new_err(
-            "invalid image: the bytes are not a JPEG, PNG, GIF, WebP, BMP or TIFF image",
-        )),
-        Err(DecodeError::Unsupported(detail)) => Err(PyValueError::new_err(format!(
-            "unsupported image: {detail}"
-        ))),
-        Err(DecodeError::Invalid(detail)) => {
-            Err(PyValueError::new_err(format!("invalid image: {detail}")))
-        }
-        Err(DecodeError::TooLarge { width, height, .. }) => {
-            Err(PyMemoryError::new_err(if width == 0 {
-                format!("image too large: decoding it needs more memory than max_pixels ({max_pixels}) allows")
-            } else {
-                format!(
-                    "image too large: {width} x {height} = {} pixels, more than max_pixels ({max_pixels})",
-                    u64::from(width) * u64::from(height)
-                )
-            }))
-        }
-    }
+    decoded
+        .map(|((cols, rows), found)| (cols, rows, found))
+        .map_err(|e| {
+            let message = e.message("max_pixels");
+            match e {
+                DecodeError::TooLarge { .. } => PyMemoryError::new_err(message),
+                _ => PyValueError::new_err(message),
+            }
+        })
 }
 
 /// The coefficients of an image PDQ hashes, or ValueError for a smaller one.

@@ -37,33 +37,23 @@ pub fn init() {
 /// The luminance plane of the image, or an ERROR saying why there is none.
 fn luma(image: &[u8]) -> Luma {
     let limit = PDQ_MAX_PIXELS.get() as u64;
-    match decode_luma(image, limit) {
-        Ok(luma) => luma,
-        Err(DecodeError::UnknownFormat) => errors::raise(
-            PgSqlErrorCode::ERRCODE_INVALID_BINARY_REPRESENTATION,
-            "invalid image: the bytes are not a JPEG, PNG, GIF, WebP, BMP or TIFF image".into(),
-        ),
-        Err(DecodeError::Unsupported(detail)) => errors::raise(
-            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
-            format!("unsupported image: {detail}"),
-        ),
-        Err(DecodeError::Invalid(detail)) => errors::raise(
-            PgSqlErrorCode::ERRCODE_INVALID_BINARY_REPRESENTATION,
-            format!("invalid image: {detail}"),
-        ),
-        Err(DecodeError::TooLarge { width, height, .. }) => errors::raise_with_hint(
-            PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-            if width == 0 {
-                format!("image too large: decoding it needs more memory than neardup.pdq_max_pixels ({limit}) allows")
-            } else {
-                format!(
-                    "image too large: {width} x {height} = {} pixels, more than neardup.pdq_max_pixels ({limit})",
-                    u64::from(width) * u64::from(height)
-                )
-            },
-            "A superuser can raise neardup.pdq_max_pixels; hashing takes about 8 bytes a pixel.",
-        ),
-    }
+    decode_luma(image, limit).unwrap_or_else(|e| {
+        let message = e.message("neardup.pdq_max_pixels");
+        match e {
+            DecodeError::Unsupported(_) => {
+                errors::raise(PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED, message)
+            }
+            DecodeError::UnknownFormat | DecodeError::Invalid(_) => errors::raise(
+                PgSqlErrorCode::ERRCODE_INVALID_BINARY_REPRESENTATION,
+                message,
+            ),
+            DecodeError::TooLarge { .. } => errors::raise_with_hint(
+                PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+                message,
+                "A superuser can raise neardup.pdq_max_pixels; hashing takes about 8 bytes a pixel.",
+            ),
+        }
+    })
 }
 
 /// The DCT coefficients and quality, or an ERROR for an image PDQ does not hash.

@@ -244,6 +244,20 @@ VACUUM (TRUNCATE false) stream;
 SELECT pg_sleep(0.1);" >"$PRIMARY/stream_vacuum.sql"
 loaders=()
 cleanup_loaders() { local pid; for pid in "${loaders[@]}"; do kill "$pid" 2>/dev/null || true; done; }
+# stop_loaders: fails if a loader ended early, else ends them all: their backends end with
+# their current statements (a VACUUM goes on after its client is gone), so that the primary
+# is quiet before the standby catches up for good
+stop_loaders() {
+    local i pid
+    for i in "${!loaders[@]}"; do
+        kill -0 "${loaders[$i]}" 2>/dev/null || fail "[$STAGE] loader $i ended early: $(tail -n 3 "$PRIMARY"/stream_*.log)"
+    done
+    qp -c "SELECT pg_terminate_backend(pid, 30000) FROM pg_stat_activity
+        WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()" >/dev/null
+    for pid in "${loaders[@]}"; do wait "$pid" 2>/dev/null || true; done
+    loaders=()
+}
+conflicts() { qs -c "SELECT confl_snapshot FROM pg_stat_database_conflicts WHERE datname = 'postgres'"; }
 trap 'cleanup_loaders; cleanup' EXIT
 
 # Lookups on the standby meanwhile, in rounds of one psql session each: for every probe
@@ -330,15 +344,7 @@ stream_round() {
     done
     ANSWERED=$(grep -c "^SQLSTATE 00000$" "$STANDBY/lookups.all" || true)
     CANCELLED=$(grep -c "^SQLSTATE 40001$" "$STANDBY/lookups.all" || true)
-    for i in "${!loaders[@]}"; do
-        kill -0 "${loaders[$i]}" 2>/dev/null || fail "[$STAGE] loader $i ended early: $(tail -n 3 "$PRIMARY"/stream_*.log)"
-    done
-    # Their backends end with their current statements (a VACUUM goes on after its client
-    # is gone): the primary must be quiet before the standby catches up for good.
-    qp -c "SELECT pg_terminate_backend(pid, 30000) FROM pg_stat_activity
-        WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()" >/dev/null
-    for pid in "${loaders[@]}"; do wait "$pid" 2>/dev/null || true; done
-    loaders=()
+    stop_loaders
     if grep -h "ERROR" "$PRIMARY"/stream_*.log | grep -v "terminating connection" | grep -q .; then
         fail "[$STAGE] a loading session failed: $(grep -h ERROR "$PRIMARY"/stream_*.log | head -3)"
     fi
@@ -390,7 +396,7 @@ standby_lookups() {
         psql -XqAt -h "$STANDBY" -p 5432 -U postgres -d postgres -f "$STANDBY/short_lookups.sql" >>"$2" 2>&1 || sleep 0.05
     done
 }
-conflicts_before=$(qs -c "SELECT confl_snapshot FROM pg_stat_database_conflicts WHERE datname = 'postgres'")
+conflicts_before=$(conflicts)
 rm -f "$STANDBY"/short_lookups.*.out
 loaders=() sessions=()
 for f in insert insert vacuum; do
@@ -403,7 +409,7 @@ for i in 1 2 3; do
 done
 sleep 4
 answered_before=$(cat "$STANDBY"/short_lookups.*.out | grep -c "^SQLSTATE 00000$" || true)
-conflicts_stopped=$(qs -c "SELECT confl_snapshot FROM pg_stat_database_conflicts WHERE datname = 'postgres'")
+conflicts_stopped=$(conflicts)
 sudo -u postgres "$PG_BIN/pg_ctl" -D "$STANDBY/data" -m fast -w stop >/dev/null
 ids_down=$(next_id)
 sleep 3
@@ -411,15 +417,9 @@ ids_down=$(($(next_id) - ids_down))
 sudo -u postgres "$PG_BIN/pg_ctl" -D "$STANDBY/data" -l "$STANDBY/server.log" -w -t 60 start >/dev/null ||
     fail "[$STAGE] the standby did not start again: $(tail -20 "$STANDBY/server.log")"
 for pid in "${sessions[@]}"; do wait "$pid"; done
-for i in "${!loaders[@]}"; do
-    kill -0 "${loaders[$i]}" 2>/dev/null || fail "[$STAGE] loader $i ended early: $(tail -n 3 "$PRIMARY"/stream_*.log)"
-done
-qp -c "SELECT pg_terminate_backend(pid, 30000) FROM pg_stat_activity
-    WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()" >/dev/null
-for pid in "${loaders[@]}"; do wait "$pid" 2>/dev/null || true; done
-loaders=()
+stop_loaders
 answered=$(cat "$STANDBY"/short_lookups.*.out | grep -c "^SQLSTATE 00000$" || true)
-conflicts_after=$(qs -c "SELECT confl_snapshot FROM pg_stat_database_conflicts WHERE datname = 'postgres'")
+conflicts_after=$(conflicts)
 echo "check_index_standby: restarted under merge load with a replication slot: $answered_before standby lookups" \
     "answered before, $((answered - answered_before)) after; $ids_down ids taken on the primary while the standby was down;" \
     "confl_snapshot $conflicts_before -> $conflicts_stopped before the restart, $conflicts_after after it"
@@ -464,7 +464,6 @@ compare stream stream_fp
 # cancels the query as a snapshot conflict, as for a btree's reused page; the cursor never
 # reads the reused pages.
 STAGE="a standby scan in the way of recycling"
-conflicts() { qs -c "SELECT confl_snapshot FROM pg_stat_database_conflicts WHERE datname = 'postgres'"; }
 conflicts_before=$(conflicts)
 qs -c "ALTER SYSTEM SET max_standby_streaming_delay = '200ms'" -c "SELECT pg_reload_conf()" >/dev/null
 psql -XqAt -h "$STANDBY" -p 5432 -U postgres -d postgres >"$STANDBY/held.out" 2>&1 <<'SQL' &

@@ -34,6 +34,37 @@ pub enum DecodeError {
     TooLarge { width: u32, height: u32, limit: u64 },
 }
 
+impl DecodeError {
+    /// What went wrong, in the words the SQL functions and the Python module both use;
+    /// `limit` names the setting that holds `max_pixels` there.
+    pub fn message(&self, limit: &str) -> String {
+        match self {
+            DecodeError::UnknownFormat => {
+                "invalid image: the bytes are not a JPEG, PNG, GIF, WebP, BMP or TIFF image".into()
+            }
+            DecodeError::Unsupported(detail) => format!("unsupported image: {detail}"),
+            DecodeError::Invalid(detail) => format!("invalid image: {detail}"),
+            DecodeError::TooLarge {
+                width: 0,
+                limit: max,
+                ..
+            } => {
+                format!(
+                    "image too large: decoding it needs more memory than {limit} ({max}) allows"
+                )
+            }
+            DecodeError::TooLarge {
+                width,
+                height,
+                limit: max,
+            } => format!(
+                "image too large: {width} x {height} = {} pixels, more than {limit} ({max})",
+                u64::from(*width) * u64::from(*height)
+            ),
+        }
+    }
+}
+
 /// The bytes each pixel may take at most while decoding (RGBA with 16-bit samples); the
 /// decoders' allocation limit is this times the pixel limit, plus room for their tables.
 const MAX_BYTES_PER_PIXEL: u64 = 8;
