@@ -24,6 +24,14 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")" && pwd)
 cd "$ROOT"
 NEARDUP_PG_MAJORS="15 16 18"
+# A full run writes about 8 GB of builds (target/) and up to 8 GB of clusters in /tmp; a
+# disk that fills midway fails dozens of tests with "No space left on device" (a PANIC in
+# the middle of the SQL tests): say so before starting instead.
+free_gb() { df -P --block-size=1G "$1" | awk 'NR == 2 { print $4 }'; }
+for dir in "$ROOT" /tmp; do
+    (($(free_gb "$dir") >= 20)) ||
+        { echo "test.sh: $(free_gb "$dir") GB free for $dir, a full run needs about 20 GB" >&2; exit 1; }
+done
 source scripts/setup.sh
 PG16=$(scripts/pg_server.sh 16)
 PG18=$(scripts/pg_server.sh 18)

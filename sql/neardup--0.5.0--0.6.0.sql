@@ -4,8 +4,7 @@
 --
 -- 0.6.0 adds the wide codes hash256 and hash128 (PDQ image hashes and other 128- and 256-bit
 -- codes): their types, comparison, hashing, Hamming distance, casts, hamming_pairs over them,
--- and the keys of multi-index hashing for a GIN index (hamming_keys, hamming_probe_keys);
--- and PDQ hashes computed from image bytes (pdq, pdq_quality, pdq_dihedral).
+-- and the keys of multi-index hashing for a GIN index (hamming_keys, hamming_probe_keys).
 
 /* <begin connected objects> */
 -- src/wide_codes/mod.rs:14
@@ -1132,23 +1131,3 @@ CREATE OPERATOR CLASS hash128_hamming_ops DEFAULT FOR TYPE hash128 USING hamming
     OPERATOR 1 <@ (hash128, hash128_ball),
     OPERATOR 2 <~> (hash128, hash128) FOR ORDER BY integer_ops,
     OPERATOR 3 <@@ (hash128, hash128_batch);
-
--- PDQ hashes of image bytes (src/images/mod.rs)
-CREATE  FUNCTION "pdq"(
-	"image" bytea /* &[u8] */
-) RETURNS hash256 /* Hash256 */
-IMMUTABLE STRICT PARALLEL SAFE 
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'pdq_wrapper';
-CREATE  FUNCTION "pdq_quality"(
-	"image" bytea /* &[u8] */
-) RETURNS INT /* i32 */
-IMMUTABLE STRICT PARALLEL SAFE 
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'pdq_quality_wrapper';
-CREATE  FUNCTION "pdq_dihedral"(
-	"image" bytea /* &[u8] */
-) RETURNS hash256[] /* Vec < Hash256 > */
-IMMUTABLE STRICT PARALLEL SAFE 
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'pdq_dihedral_wrapper';

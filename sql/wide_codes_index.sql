@@ -18,14 +18,15 @@ CREATE OPERATOR @> (
     COMMUTATOR = <@, RESTRICT = hamming_ball_restrict, JOIN = hamming_ball_join
 );
 
--- hamming(a, b) <= k, false for a negative k, in the form a hamming index answers: the
--- planner inlines it (not STRICT, so that it may) into `a <@ hamming_ball(b, k)`.
+-- hamming(a, b) <= k, false for a negative k and NULL for a NULL one (int4larger is
+-- GREATEST for integers, but STRICT), in the form a hamming index answers: the planner
+-- inlines it (not STRICT, so that it may) into `a <@ hamming_ball(b, k)`.
 CREATE FUNCTION hamming_within(a hash256, b hash256, k integer) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    RETURN k >= 0 AND a <@ hamming_ball(b, greatest(k, 0));
+    RETURN k >= 0 AND a <@ hamming_ball(b, int4larger(k, 0));
 CREATE FUNCTION hamming_within(a hash128, b hash128, k integer) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    RETURN k >= 0 AND a <@ hamming_ball(b, greatest(k, 0));
+    RETURN k >= 0 AND a <@ hamming_ball(b, int4larger(k, 0));
 
 -- Strategy 1 answers `code <@ hamming_ball(q, r)` exactly (no recheck); strategy 2 orders
 -- by `code <~> q`, nearest first; strategy 3 answers `code <@@ batch` (sql/wide_batches.sql).

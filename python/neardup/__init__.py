@@ -35,7 +35,7 @@ from ._neardup import (
     tokens,
 )
 
-__version__ = "0.6.0"
+__version__ = "0.7.0"
 
 __all__ = [
     "BloomSignature",

@@ -109,6 +109,28 @@ fn wide_codes_order_hash_and_hamming_agree_with_their_bits() {
     assert_eq!(int("SELECT max(hamming(x.code, y.code)) FROM w x, w y"), int("SELECT max(bit_count(x.code::bit(256) # y.code::bit(256))) FROM w x, w y"));
 }
 
+/// hamming_within on wide codes is hamming(a, b) <= k for every k, false for a negative k
+/// and NULL when an argument is NULL, like the 64-bit one (0.6.0 said false for a NULL k).
+#[pg_test]
+fn wide_hamming_within_agrees_including_nulls_and_negative_k() {
+    wide_fixture("w", 10);
+    for (ty, bits) in [("hash256", 256), ("hash128", 128)] {
+        let code = |side: &str| format!("{side}.code::bit(256)::bit({bits})::{ty}");
+        // `+ 0` keeps the planner hook away from the reference comparison.
+        let q = format!(
+            "SELECT bool_and(hamming_within({x}, {y}, k) IS NOT DISTINCT FROM (hamming({x}, {y}) + 0 <= k))
+             FROM w x, w y, (VALUES (-2147483648), (-1), (0), (8), (31), ({bits}), (NULL)) r(k)",
+            x = code("x"),
+            y = code("y")
+        );
+        assert!(boolean(&q), "{q}");
+        let zero = format!("'{}'::{ty}", "0".repeat(bits / 4));
+        assert!(is_null(&format!("SELECT hamming_within({zero}, {zero}, NULL)")));
+        assert!(is_null(&format!("SELECT hamming_within(NULL, {zero}, 3)")));
+        assert!(!boolean(&format!("SELECT hamming_within({zero}, {zero}, -1)")));
+    }
+}
+
 #[pg_test]
 fn wide_pairs_equal_the_brute_force_self_join() {
     wide_fixture("w", 60);
