@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A user's upgrade of the package under existing indexes, release by release: the library of
-# each earlier release that has the hamming index (0.2.0 on; each release's commit is the one
-# that set its version in Cargo.toml, built once per machine by scripts/release_build.sh)
+# each earlier release that has the hamming index (0.2.0 on; each release's commit is its
+# last where known, else the one that set its version in Cargo.toml: see release_commit;
+# built once per machine by scripts/release_build.sh)
 # creates the extension and grows indexes on simhash64 and bigint (built rows, merged runs,
 # pending rows, NULLs, deleted rows) in a private copy of the server (scripts/private_pg.sh);
 # the server is stopped, or killed with kill -9 after more inserts since the last
@@ -43,8 +44,18 @@ mapfile -t versions < <(
 # (0.1.0 had no index; NEARDUP_RELEASES="0.5.0 ..." checks only those)
 mapfile -t versions < <(printf '%s\n' "${versions[@]}" | sort -uV | awk '$0 != "0.1.0"')
 [[ -z ${NEARDUP_RELEASES:-} ]] || read -ra versions <<<"$NEARDUP_RELEASES"
-release_commit() { # VERSION: the oldest commit whose Cargo.toml has it
-    git -C "$ROOT" log --reverse --format=%H -G"^version = \"$1\"" -- Cargo.toml | sed -n 1p
+# The commit a release's users have: its last one where that is known (0.5.0: the commit
+# before 0.6.0's bump, writing format 3; 0.6.0: the last commit CI landed as 0.6.0, the one
+# its frozen install script names, format 4), else the commit that set its version (0.2.0:
+# format 1, 0.3.0 and 0.4.0: format 2; and the version in development). A 0.6.0 database
+# made by an earlier commit of 0.6.0 lacks objects the 0.6.0 -> 0.7.0 script replaces.
+declare -A LAST_COMMIT=([0.5.0]=6f77d99 [0.6.0]=7c40ec5)
+release_commit() { # VERSION
+    if [[ -n ${LAST_COMMIT[$1]:-} ]]; then
+        git -C "$ROOT" rev-parse --verify "${LAST_COMMIT[$1]}^{commit}"
+    else
+        git -C "$ROOT" log --reverse --format=%H -G"^version = \"$1\"" -- Cargo.toml | sed -n 1p
+    fi
 }
 
 PRIVATE=$DIR/pg
