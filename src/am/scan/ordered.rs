@@ -35,8 +35,8 @@ pub struct Hit {
 /// cost little but the read. Each further pass doubles it, up to work_mem. A pass keeps
 /// every row nearer than its cutoff when it reads it, and the cutoff narrows as the pass
 /// reads on, so a larger target keeps (and then drops) many more rows: over 1 M random
-/// codes about 10,000 at 1,024 and 33,000 at 4,096, which cost a LIMIT 10 query a third
-/// of its time.
+/// codes about 10,000 at 1,024 and 33,000 at 4,096 (a LIMIT 10 query took a third less
+/// at 1,024, bench/knn.sh).
 pub const FIRST_PASS_ROWS: usize = 1024;
 
 /// The most rows a pass keeps: work_mem's worth (half of it, as a pass may hold twice its
@@ -221,8 +221,8 @@ fn pass(
 }
 
 /// Offers a table page's entries to a pass, with AVX2 or the CPU's popcount instruction
-/// where it has them: the distance test is nearly the whole cost of a pass, and the portable build
-/// (the x86-64 baseline) counts bits in a dozen instructions.
+/// where it has them: the distance test is nearly the whole cost of a pass, and the
+/// portable build (the x86-64 baseline) counts bits in a dozen instructions.
 fn offer_page<C: Fn(&Hit, &Hit) -> Ordering>(
     pass: &mut NearestPass<Hit, C>,
     contents: &[u8],
