@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Exact k nearest neighbours through the `hamming` index, against a sequential scan with a
 # top-N sort, in one run. ROWS (default 1 M) uniformly random fingerprints with a `hamming`
-# index (default options, max_distance 3); QUERIES (default 50) query fingerprints made by
-# flipping 8-15 random bits of existing rows, so that no row lies within max_distance and
-# every answer comes from a pass over the index (the issue's slow case). Measures:
-#   (a) ORDER BY fp <~> q LIMIT 10, one statement per query: average ms per query through
-#       the index, against the same queries with SET enable_indexscan = off (a serial seq
-#       scan + top-N sort); both answers must have the same distances (100 % recall);
-#   (b) the same as one LATERAL join of all queries;
-#   (c) LIMIT 1000, which reads deeper but still in the first pass.
+# index (default options, max_distance 3); QUERIES (default 50) query fingerprints of each
+# kind: "far" ones made by flipping 8-15 random bits of existing rows, so that no row lies
+# within max_distance and every answer comes from a pass over the index (the issue's slow
+# case), and "near" ones made by flipping 0-2 bits (a near copy, found by the probe; the
+# other 9 of LIMIT 10 still come from a pass). Measures:
+#   (a) ORDER BY fp <~> q LIMIT 10, one statement per query: p50, p99 and average ms per
+#       query of each kind through the index, against the same queries with SET
+#       enable_indexscan = off (a serial seq scan + top-N sort); both answers must have the
+#       same distances (100 % recall);
+#   (b) the same as one LATERAL join of the far queries;
+#   (c) LIMIT 1000, which reads deeper (one or two passes).
 # The nearest distance of each query is computed by brute force and its distribution
 # printed. Usage: bench/knn.sh     ROWS=200000 QUERIES=20 bench/knn.sh
 #                 SKIP_INSTALL=1 bench/knn.sh   (benchmarks the build already installed)
@@ -32,27 +35,29 @@ gen_ms=$(wall_ms "SELECT setseed(0.42)" "CREATE TABLE docs (id bigserial, fp sim
 echo "   $(q -c "SELECT count(*) FROM docs") rows generated and indexed in $((gen_ms / 1000)) s"
 q >/dev/null <<SQL
 SELECT setseed(0.7);
-CREATE TABLE queries AS SELECT row_number() OVER () AS qid, flip(fp::bigint, 8 + (random() * 7)::int)::simhash64 AS q
-    FROM (SELECT fp FROM docs TABLESAMPLE BERNOULLI (1) REPEATABLE (3) LIMIT $QUERIES) s;
--- knn(n): runs ORDER BY fp <~> q LIMIT n for every query, one statement each, keeps the
--- distances in answers(mode, qid, dists) and returns the ms per query.
-CREATE TABLE answers (mode text, n int, qid bigint, dists int[]);
-CREATE FUNCTION knn(mode text, n int) RETURNS float8 LANGUAGE plpgsql AS \$\$
-DECLARE r record; d int[]; t0 timestamptz; total interval := '0';
+CREATE TABLE queries AS
+    SELECT row_number() OVER () AS qid, 'far' AS kind, flip(fp::bigint, 8 + (random() * 7)::int)::simhash64 AS q
+        FROM (SELECT fp FROM docs TABLESAMPLE BERNOULLI (1) REPEATABLE (3) LIMIT $QUERIES) s
+    UNION ALL
+    SELECT $QUERIES + row_number() OVER (), 'near', flip(fp::bigint, (random() * 2)::int)::simhash64
+        FROM (SELECT fp FROM docs TABLESAMPLE BERNOULLI (1) REPEATABLE (5) LIMIT $QUERIES) s;
+-- knn(mode, n): runs ORDER BY fp <~> q LIMIT n for every query, one statement each, and
+-- keeps the distances and the time of each in answers(mode, n, qid, dists, ms).
+CREATE TABLE answers (mode text, n int, qid bigint, dists int[], ms float8);
+CREATE FUNCTION knn(mode text, n int) RETURNS void LANGUAGE plpgsql AS \$\$
+DECLARE r record; d int[]; t0 timestamptz;
 BEGIN
     FOR r IN SELECT qid, q FROM queries ORDER BY qid LOOP
         t0 := clock_timestamp();
         SELECT array_agg(dist ORDER BY dist) INTO d
             FROM (SELECT fp <~> r.q AS dist FROM docs ORDER BY fp <~> r.q LIMIT n) s;
-        total := total + (clock_timestamp() - t0);
-        INSERT INTO answers VALUES (mode, n, r.qid, d);
+        INSERT INTO answers VALUES (mode, n, r.qid, d, extract(epoch FROM clock_timestamp() - t0) * 1000);
     END LOOP;
-    RETURN extract(epoch FROM total) * 1000 / (SELECT count(*) FROM queries);
 END \$\$;
 SQL
 echo "   $(q -c "SELECT count(*) FROM queries") queries; distance to their nearest row (brute force): $(PGOPTIONS="-c enable_indexscan=off" q -c "
-    SELECT string_agg(d || ' bits: ' || c, ', ' ORDER BY d) FROM (SELECT d, count(*) AS c FROM
-        (SELECT (SELECT min(hamming(fp, q) + 0) FROM docs) AS d FROM queries) s GROUP BY d) g")"
+    SELECT string_agg(kind || ' ' || d || ' bits: ' || c, ', ' ORDER BY kind, d) FROM (SELECT kind, d, count(*) AS c FROM
+        (SELECT kind, (SELECT min(hamming(fp, q) + 0) FROM docs) AS d FROM queries) s GROUP BY kind, d) g")"
 q0=$(q -c "SELECT q::text FROM queries ORDER BY qid LIMIT 1")
 plan=$(q -c "EXPLAIN (COSTS OFF) SELECT id FROM docs ORDER BY fp <~> '$q0' LIMIT 10")
 echo "$plan" | head -3 | sed 's/^/   plan of LIMIT 10 (no settings): /'
@@ -65,15 +70,30 @@ recall() {
           JOIN answers s ON s.qid = i.qid AND s.n = i.n AND s.mode = 'seq' WHERE i.mode = 'index' AND i.n = $1"
 }
 
+# stat MODE N KIND FUNC: a statistic of the per-query times (p50, p99 or avg), in ms.
+stat() {
+    local f
+    case $4 in
+    p50) f="percentile_cont(0.5) WITHIN GROUP (ORDER BY a.ms)" ;;
+    p99) f="percentile_cont(0.99) WITHIN GROUP (ORDER BY a.ms)" ;;
+    *) f="avg(a.ms)" ;;
+    esac
+    q -c "SELECT round(($f)::numeric, 2) FROM answers a JOIN queries USING (qid) WHERE a.mode = '$1' AND a.n = $2 AND kind = '$3'"
+}
+
 echo "== (a) ORDER BY fp <~> q LIMIT 10, one statement per query"
 q -c "SELECT knn('warm', 10)" >/dev/null
-idx=$(q -c "SELECT knn('index', 10)")
-seq=$(PGOPTIONS=$seqopts q -c "SELECT knn('seq', 10)")
-result "kNN LIMIT 10 through the index, $ROWS rows" "$(printf %.2f "$idx")" ms "seq scan + top-N sort" "$(printf %.2f "$seq")"
+q -c "SELECT knn('index', 10)" >/dev/null
+PGOPTIONS=$seqopts q -c "SELECT knn('seq', 10)" >/dev/null
+for kind in far near; do
+    for s in p50 p99 avg; do
+        result "kNN LIMIT 10, $kind queries, $s, $ROWS rows" "$(stat index 10 $kind $s)" ms "seq scan + top-N sort, $s" "$(stat seq 10 $kind $s)"
+    done
+done
 result "recall of LIMIT 10 (same distances)" "$(recall 10)" % - ""
 
 echo "== (b) LIMIT 10 as one LATERAL join of the $QUERIES queries"
-lateral="SELECT count(*), sum(d) FROM queries, LATERAL (SELECT fp <~> q AS d FROM docs ORDER BY fp <~> q LIMIT 10) x"
+lateral="SELECT count(*), sum(d) FROM queries q0, LATERAL (SELECT fp <~> q0.q AS d FROM docs ORDER BY fp <~> q0.q LIMIT 10) x WHERE q0.kind = 'far'"
 lat_plan=$(q -c "EXPLAIN (COSTS OFF) $lateral")
 grep -q "Index Scan using docs_fp" <<<"$lat_plan" || echo "   NOTE: the planner did not pick the index for the LATERAL join"
 lat_idx=$(median_ms 3 "$lateral")
@@ -82,9 +102,11 @@ lat_seq=$(PGOPTIONS=$seqopts median_ms 1 "$lateral")
 result "LATERAL join, $QUERIES x LIMIT 10" "$(printf %.1f "$lat_idx")" ms "same, seq scans + top-N sorts" "$(printf %.1f "$lat_seq")"
 
 echo "== (c) ORDER BY fp <~> q LIMIT 1000"
-idx=$(q -c "SELECT knn('index', 1000)")
-seq=$(PGOPTIONS=$seqopts q -c "SELECT knn('seq', 1000)")
-result "kNN LIMIT 1000 through the index" "$(printf %.2f "$idx")" ms "seq scan + top-N sort" "$(printf %.2f "$seq")"
+q -c "SELECT knn('index', 1000)" >/dev/null
+PGOPTIONS=$seqopts q -c "SELECT knn('seq', 1000)" >/dev/null
+for s in p50 p99; do
+    result "kNN LIMIT 1000, far queries, $s" "$(stat index 1000 far $s)" ms "seq scan + top-N sort, $s" "$(stat seq 1000 far $s)"
+done
 result "recall of LIMIT 1000 (same distances)" "$(recall 1000)" % - ""
 
 echo

@@ -445,3 +445,69 @@ fn a_recycling_past_the_ids_in_the_wal_takes_one_subtransaction_id_and_releases_
     );
     assert_index_exact("docs", "simhash64");
 }
+
+/// `ORDER BY fp <~> q` over several runs, pending rows and NULL rows, with work_mem at its
+/// minimum so that a pass keeps about a thousand rows and a full order takes many passes:
+/// every LIMIT, deep ones included, gives brute force's rows (ids and distances, ties by
+/// ctid), each once, on random, clustered, duplicated and shared-prefix rows; an ERROR in
+/// the middle of a pass (a cancel's, `neardup.error_at`) leaves the next scans exact.
+#[pg_test]
+fn knn_passes_over_runs_pending_and_nulls_equal_brute_force_at_small_work_mem() {
+    hamming_fixture("src", 3000, "simhash64");
+    Spi::run(
+        "CREATE TABLE docs (id bigint, fp simhash64);
+         CREATE INDEX docs_fp ON docs USING hamming (fp) WITH (pending_limit = 500)",
+    )
+    .unwrap();
+    insert_in_batches("src", "docs", 9);
+    Spi::run(
+        "INSERT INTO docs SELECT -i, NULL FROM generate_series(1, 30) i;
+         INSERT INTO docs SELECT -100 - id, (fp::bigint # 4)::simhash64 FROM src WHERE id % 40 = 0;
+         ANALYZE docs",
+    )
+    .unwrap();
+    let m = crate::am::meta_of("docs_fp");
+    let rows = row_count("docs");
+    assert!(m.runs.len() >= 2, "several runs: {m:?}");
+    assert!(m.run_rows() < rows as u64, "rows pending: {m:?}");
+    // A pass keeps at most 64 kB / 2 of rows (1,365) or the first pass's 1,024.
+    Spi::run("SET LOCAL work_mem = '64kB'").unwrap();
+    let mut queries = knn_far_queries("docs", 3);
+    assert_eq!(queries.len(), 3, "queries 8-15 bits from their nearest row");
+    queries.extend([
+        "'0123456789abcdef'::simhash64".to_string(),
+        "(SELECT fp FROM src WHERE id = 40)".into(),
+        "(SELECT ((x'abcdef'::bigint << 40) | 12345)::simhash64)".into(),
+    ]);
+    for q in &queries {
+        for limit in [Some(1), Some(10), Some(1100), Some(3000), None] {
+            let (by_index, brute) = knn_both_ways("docs", q, limit);
+            assert_eq!(by_index, brute, "q={q} limit={limit:?}");
+            let ids: std::collections::HashSet<&str> =
+                by_index.split(',').map(|e| e.split(':').next().unwrap()).collect();
+            assert_eq!(ids.len() as i64, limit.unwrap_or(rows).min(rows), "q={q}: each row once");
+        }
+    }
+    // A pass stopped by a cancel's ERROR after it read the runs; the next scans are exact.
+    Spi::run(
+        "SET LOCAL neardup.error_at = 'ordered_pass';
+         SET LOCAL enable_seqscan = off;
+         DO $$ BEGIN
+             PERFORM id FROM docs ORDER BY fp <~> '0123456789abcdef'::simhash64 LIMIT 2000;
+             RAISE EXCEPTION 'the scan was not stopped in its pass';
+         EXCEPTION WHEN query_canceled THEN
+             PERFORM set_config('neardup_test.caught', SQLERRM, true);
+         END $$;
+         RESET neardup.error_at; RESET enable_seqscan;",
+    )
+    .unwrap();
+    let caught = Spi::get_one::<String>("SELECT current_setting('neardup_test.caught', true)")
+        .unwrap()
+        .unwrap_or_default();
+    assert!(caught.contains("ordered_pass"), "stopped in the pass: {caught:?}");
+    for q in &queries[..2] {
+        let (by_index, brute) = knn_both_ways("docs", q, Some(1500));
+        assert_eq!(by_index, brute, "after the ERROR: q={q}");
+    }
+    assert_eq!(Spi::get_one::<i64>("SELECT hamming_index_check('docs_fp')").unwrap(), Some(rows));
+}

@@ -17,6 +17,7 @@
 //! | `merge_table`    | a merge table by table published one table, before the next    |
 //! | `vacuum_pass`    | VACUUM compacted every run and list once, before its last check|
 //! | `recycle_xid`    | a recycling took a subtransaction id, before it logs its record |
+//! | `ordered_pass`   | an ordered scan's pass read the runs, before the pending rows   |
 
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::pg_sys;

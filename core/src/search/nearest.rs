@@ -16,6 +16,7 @@
 //! target.
 
 use crate::search::index_page::{Entry, ENTRY_SIZE};
+use crate::search::within;
 use crate::signatures::simhash::hamming;
 use std::cmp::Ordering;
 
@@ -28,6 +29,9 @@ pub const NULL_BUCKET: u32 = MAX_DISTANCE + 1;
 /// A bucket is cut to what the pass needs of it once it holds twice that, and at least this
 /// many rows (sorting a bucket of a few rows again and again would cost more than it saves).
 const FEWEST_TO_CUT: usize = 64;
+
+/// Keys of a page compared at once by `NearestPass::offer_entries` (a few KB of stack).
+const KEYS_AT_ONCE: usize = 256;
 
 /// Where a pass starts: at `distance`, after the row `after` of that distance (in the
 /// pass's order within a distance) when an earlier pass ended inside it.
@@ -135,26 +139,43 @@ impl<T: Clone, C: Fn(&T, &T) -> Ordering> NearestPass<T, C> {
         if bucket.len() < 2 * need.max(FEWEST_TO_CUT) {
             return;
         }
-        bucket.sort_unstable_by(&self.order);
+        // A selection, not a sort: the rows kept are sorted once, when the pass ends, and a
+        // crowded distance may be cut again and again while the pass reads on.
+        let (_, last, _) = bucket.select_nth_unstable_by(need - 1, &self.order);
+        self.bound = Some(last.clone());
         self.beyond += (bucket.len() - need) as u64;
         bucket.truncate(need);
-        self.bound = bucket.last().cloned();
     }
 
     /// Offers every entry of an index page's `contents` (see [`crate::search::index_page`]). The
     /// distance is taken on the key as stored, against `key_query`: the query permuted as
     /// the keys are (a permutation of bits keeps distances), so only the entries kept are
-    /// decoded by `row`.
-    #[inline]
+    /// decoded by `row`. Always inlined, so that a caller compiled for the popcount
+    /// instruction or AVX2 gets them here: this loop is nearly the whole cost of a pass.
+    /// The keys are gathered `KEYS_AT_ONCE` at a time and compared with the cutoff without
+    /// a branch (`within::count_within_radius`); only the few within it are offered (a
+    /// pass's cutoff soon narrows to the distance of its target's row).
+    #[inline(always)]
     pub fn offer_entries(
         &mut self,
         contents: &[u8],
         key_query: u64,
         mut row: impl FnMut(Entry) -> T,
     ) {
-        for bytes in contents.chunks_exact(ENTRY_SIZE) {
-            let key = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
-            self.offer(hamming(key, key_query), || row(Entry::read(bytes)));
+        let mut keys = [0u64; KEYS_AT_ONCE];
+        for block in contents.chunks(KEYS_AT_ONCE * ENTRY_SIZE) {
+            let n = block.len() / ENTRY_SIZE;
+            for (key, bytes) in keys.iter_mut().zip(block.chunks_exact(ENTRY_SIZE)) {
+                *key = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
+            }
+            // The cutoff only narrows: a row beyond it now is beyond the pass.
+            let mut offered = 0;
+            within::count_within_radius(&keys[..n], key_query, self.cutoff, |i| {
+                offered += 1;
+                let bytes = &block[i * ENTRY_SIZE..(i + 1) * ENTRY_SIZE];
+                self.offer(hamming(keys[i], key_query), || row(Entry::read(bytes)));
+            });
+            self.beyond += (n - offered) as u64;
         }
     }
 
