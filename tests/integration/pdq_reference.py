@@ -6,6 +6,9 @@ package's users run; it does not apply EXIF orientation).
   pdq_reference.py golden          the table of core/tests/golden_pdq.rs
   pdq_reference.py fixtures DIR    writes the SQL tests' images (tests/images) and prints
                                    their reference hashes and qualities
+  pdq_reference.py jpegs DIR       writes the core's JPEG decoder fixtures (core/tests/jpeg,
+                                   made by Pillow and libjpeg-turbo's cjpeg) and Pillow's RGB
+                                   pixels of each (NAME.rgb)
   pdq_reference.py check N         pdq(), pdq_quality() and pdq_dihedral() of the server
                                    (libpq's environment) against the reference on about N
                                    images; exits 1 unless every lossless one is bit-exact
@@ -119,6 +122,61 @@ def fixtures(out):
             f.write(data)
         if name not in ("bomb.png", "tiny1.png"):
             print(name, *reference(data))
+
+
+def jpegs(out):
+    """JPEGs of every kind libjpeg-turbo writes, small: Pillow's three chroma samplings,
+    baseline and progressive; cjpeg's other sampling factors (chroma taller, 4:1:1, chroma
+    sampled finer than luma, a 3:1 ratio), restart intervals, RGB, grayscale; CMYK, and
+    YCCK (a CMYK JPEG whose Adobe marker is made to say YCCK); sizes whose chroma is 1 or 2
+    samples wide; and a 1200 x 900 one for the cancellation test."""
+    import subprocess
+
+    y, x = np.mgrid[0:900, 0:1200]
+    big = np.stack([128 + 127 * np.sin(x / 90.0 + y / 230.0), 128 + 127 * np.cos(y / 70.0),
+                    (x + y) // 9 % 256], axis=2).astype(np.uint8)
+    rng = np.random.default_rng(40)
+    files = {}
+
+    def pillow(name, image, **kw):
+        b = io.BytesIO()
+        image.save(b, "JPEG", **kw)
+        files[name] = b.getvalue()
+
+    def cjpeg(name, image, *args):
+        ppm = b"P6 %d %d 255\n" % image.shape[1::-1] + image.tobytes()
+        files[name] = subprocess.run(["cjpeg", *args], input=ppm, capture_output=True, check=True).stdout
+
+    pillow("interrupts.jpg", Image.fromarray(big), quality=50)
+    for w, h in [(33, 15), (2, 7), (3, 3), (1, 1)]:
+        img = pattern(w, h, "rings") if w > 3 else lcg_image(w, h, w)
+        pil = Image.fromarray(img)
+        for sub, label in [(0, "444"), (1, "422"), (2, "420")]:
+            pillow(f"{w}x{h}_{label}.jpg", pil, quality=int(rng.integers(40, 96)), subsampling=sub)
+            pillow(f"{w}x{h}_{label}_progressive.jpg", pil, quality=int(rng.integers(40, 96)),
+                   subsampling=sub, progressive=True)
+        if w < 33:
+            continue
+        for sample in ["1x2", "4x1", "2x4", "1x1,2x2,1x1", "3x1"]:
+            cjpeg(f"{w}x{h}_{sample.replace(',', '_')}.jpg", img, "-sample", sample)
+            cjpeg(f"{w}x{h}_{sample.replace(',', '_')}_progressive_restart.jpg", img, "-sample", sample,
+                  "-progressive", "-restart", "1B")
+        cjpeg(f"{w}x{h}_restart.jpg", img, "-restart", "1B")
+        cjpeg(f"{w}x{h}_rgb.jpg", img, "-rgb")
+        cjpeg(f"{w}x{h}_gray_progressive.jpg", img, "-grayscale", "-progressive")
+        pillow(f"{w}x{h}_gray.jpg", pil.convert("L"))
+        cmyk = np.concatenate([img, lcg_image(w, h, 9)[..., :1]], axis=2)
+        pillow(f"{w}x{h}_cmyk.jpg", Image.frombytes("CMYK", (w, h), cmyk.tobytes()), quality=90)
+        ycck = bytearray(files[f"{w}x{h}_cmyk.jpg"])
+        ycck[ycck.find(b"Adobe") + 11] = 2
+        files[f"{w}x{h}_ycck.jpg"] = bytes(ycck)
+    os.makedirs(out, exist_ok=True)
+    for name, data in sorted(files.items()):
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+        if name != "interrupts.jpg":
+            with open(os.path.join(out, name[:-4] + ".rgb"), "wb") as f:
+                f.write(np.asarray(Image.open(io.BytesIO(data)).convert("RGB")).tobytes())
 
 
 # The reference's dihedral order, as numpy transforms of the pixel array: which image each
@@ -276,4 +334,4 @@ def check(n):
 if __name__ == "__main__":
     from PIL import Image
 
-    {"golden": golden, "fixtures": fixtures, "check": check}[sys.argv[1]](*sys.argv[2:])
+    {"golden": golden, "fixtures": fixtures, "jpegs": jpegs, "check": check}[sys.argv[1]](*sys.argv[2:])

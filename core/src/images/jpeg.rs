@@ -19,26 +19,40 @@ use crate::images::decode::DecodeError;
 use entropy::{Bits, Huffman, Pass, Run, NATURAL};
 use pixels::{Plane, Upsample};
 
-/// Decodes `bytes`, refusing more than `max_pixels` pixels (from the frame header, before
-/// anything is allocated) and more than `max_alloc` bytes of coefficients and samples, and
-/// hands each row of the image to `row` as RGB. Returns the width and height.
-pub fn decode(
-    bytes: &[u8],
-    max_pixels: u64,
-    max_alloc: u64,
-    mut row: impl FnMut(&[u8]),
-) -> Result<(usize, usize), DecodeError> {
-    let mut state = State::default();
-    state.read(bytes, max_pixels, max_alloc)?;
-    let color = state.color()?;
-    let frame = state
-        .frame
-        .take()
-        .filter(|_| state.scans > 0)
-        .ok_or_else(|| invalid("no image data"))?;
-    let size = (frame.width, frame.height);
-    frame.output(color, &mut row)?;
-    Ok(size)
+/// A JPEG read up to its pixels: the header checked against the limits, every scan
+/// decoded to coefficients.
+pub struct Jpeg {
+    frame: Frame,
+    color: Color,
+}
+
+impl Jpeg {
+    /// Reads `bytes`, refusing more than `max_pixels` pixels (from the frame header, before
+    /// anything is allocated) and more than `max_alloc` bytes of coefficients and samples.
+    pub fn read(bytes: &[u8], max_pixels: u64, max_alloc: u64) -> Result<Jpeg, DecodeError> {
+        let mut state = State::default();
+        state.read(bytes, max_pixels, max_alloc)?;
+        let color = state.color()?;
+        let frame = state
+            .frame
+            .filter(|_| state.scans > 0)
+            .ok_or_else(|| invalid("no image data"))?;
+        Ok(Jpeg { frame, color })
+    }
+
+    pub fn width(&self) -> usize {
+        self.frame.width
+    }
+
+    pub fn height(&self) -> usize {
+        self.frame.height
+    }
+
+    /// Hands each row of the image, top to bottom, to `row` as RGB (Pillow's
+    /// `convert("RGB")` of it).
+    pub fn rows(self, mut row: impl FnMut(&[u8])) -> Result<(), DecodeError> {
+        self.frame.output(self.color, &mut row)
+    }
 }
 
 fn invalid(what: &str) -> DecodeError {
@@ -210,12 +224,17 @@ impl State {
         let max_v = components.iter().map(|c| c.v).max().unwrap_or(1);
         let mcus_across = width.div_ceil(8 * max_h);
         let mcus_down = height.div_ceil(8 * max_v);
-        // Coefficients (2 bytes) and samples (1 byte) of every block.
-        let blocks: u64 = components
+        // The most bytes held at once: coefficients (2 a sample) until a component's
+        // samples (1 a sample) are computed, component after component.
+        let samples: Vec<u64> = components
             .iter()
-            .map(|c| (mcus_across * c.h * mcus_down * c.v) as u64)
-            .sum();
-        if blocks.saturating_mul(64 * 3) > max_alloc {
+            .map(|c| (mcus_across * c.h * mcus_down * c.v * 64) as u64)
+            .collect();
+        let peak = (0..samples.len())
+            .map(|k| samples[k..].iter().sum::<u64>() * 2 + samples[..=k].iter().sum::<u64>())
+            .max()
+            .unwrap_or(0);
+        if peak > max_alloc {
             return Err(DecodeError::TooLarge {
                 width: 0,
                 height: 0,
@@ -353,11 +372,12 @@ impl State {
             (frame.mcus_across, frame.mcus_down)
         };
         let mut every = interrupts::Every::<64>::default();
-        let mut mcu = 0;
+        let mut mcu = 0usize;
         for y in 0..down {
             every.tick();
             for x in 0..across {
-                if self.restart_interval > 0 && mcu > 0 && mcu % self.restart_interval == 0 {
+                if self.restart_interval > 0 && mcu > 0 && mcu.is_multiple_of(self.restart_interval)
+                {
                     restart(&mut bits, bytes)?;
                     run = Run::default();
                     for &(index, _, _) in &members {
@@ -385,7 +405,7 @@ impl State {
                 }
             }
         }
-        Ok(bits.to_marker())
+        Ok(bits.skip_to_marker())
     }
 
     fn color(&self) -> Result<Color, DecodeError> {
@@ -410,7 +430,7 @@ impl State {
 
 /// Past a restart marker: the bits of the interval before it dropped.
 fn restart<'a>(bits: &mut Bits<'a>, bytes: &'a [u8]) -> Result<(), DecodeError> {
-    let mut pos = bits.to_marker();
+    let mut pos = bits.skip_to_marker();
     while bytes.get(pos) == Some(&0xFF) {
         pos += 1;
     }
@@ -491,7 +511,7 @@ impl Frame {
 /// libjpeg's upsampling of a component with sampling factors `c.h` x `c.v` (jdsample.c's
 /// choice; fractional ratios are refused there and here).
 fn upsampling(max_h: usize, max_v: usize, c: &Component) -> Result<Upsample, DecodeError> {
-    if max_h % c.h != 0 || max_v % c.v != 0 {
+    if !max_h.is_multiple_of(c.h) || !max_v.is_multiple_of(c.v) {
         return Err(DecodeError::Unsupported(
             "JPEG with fractional sampling factors".into(),
         ));

@@ -188,7 +188,7 @@ impl<'a> Bits<'a> {
 
     /// Past the rest of this stretch of entropy-coded data, to the marker that ends it;
     /// the bits still buffered are dropped (a restart, or the scan's end).
-    pub(super) fn to_marker(&mut self) -> usize {
+    pub(super) fn skip_to_marker(&mut self) -> usize {
         if !self.at_marker {
             while self.pos < self.data.len() {
                 if self.data[self.pos] == 0xFF {

@@ -169,7 +169,7 @@ pub(super) fn upsample(
 /// the plane; the plane's first and last rows repeated beyond its edges) and h1v2's bias.
 fn vertical(plane: &Plane, y: usize) -> (&[u8], &[u8], i32) {
     let near = y / 2;
-    if y % 2 == 0 {
+    if y.is_multiple_of(2) {
         (plane.row(near), plane.row(near.saturating_sub(1)), 1)
     } else {
         (plane.row(near), plane.row(near + 1), 2)
