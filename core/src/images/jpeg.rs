@@ -489,22 +489,44 @@ impl Frame {
             for ((plane, &how), line) in planes.iter().zip(&ways).zip(&mut lines) {
                 pixels::upsample(plane, how, y, line, &mut scratch);
             }
-            for (x, out) in rgb.chunks_exact_mut(3).enumerate() {
-                let s = |c: usize| lines[c][x];
-                let pixel = match color {
-                    Color::Gray => [s(0); 3],
-                    Color::Rgb => [s(0), s(1), s(2)],
-                    Color::YCbCr => pixels::ycc_to_rgb(s(0), s(1), s(2)),
-                    Color::Cmyk => pixels::cmyk_to_rgb([s(0), s(1), s(2), s(3)]),
-                    Color::Ycck => {
-                        pixels::cmyk_to_rgb(pixels::ycck_to_cmyk(s(0), s(1), s(2), s(3)))
-                    }
-                };
-                out.copy_from_slice(&pixel);
-            }
+            convert(color, &lines, &mut rgb);
             row(&rgb);
         }
         Ok(())
+    }
+}
+
+/// One row of samples (a line a component) to RGB.
+fn convert(color: Color, lines: &[Vec<u8>], rgb: &mut [u8]) {
+    let pixels = rgb.chunks_exact_mut(3);
+    match color {
+        Color::Gray => {
+            for (out, &y) in pixels.zip(&lines[0]) {
+                out.fill(y);
+            }
+        }
+        Color::Rgb => {
+            for (out, ((&r, &g), &b)) in pixels.zip(lines[0].iter().zip(&lines[1]).zip(&lines[2])) {
+                out.copy_from_slice(&[r, g, b]);
+            }
+        }
+        Color::YCbCr => {
+            for (out, ((&y, &cb), &cr)) in pixels.zip(lines[0].iter().zip(&lines[1]).zip(&lines[2]))
+            {
+                out.copy_from_slice(&pixels::ycc_to_rgb(y, cb, cr));
+            }
+        }
+        Color::Cmyk | Color::Ycck => {
+            let samples = lines[0].iter().zip(&lines[1]).zip(&lines[2]).zip(&lines[3]);
+            for (out, (((&c, &m), &y), &k)) in pixels.zip(samples) {
+                let cmyk = if color == Color::Ycck {
+                    pixels::ycck_to_cmyk(c, m, y, k)
+                } else {
+                    [c, m, y, k]
+                };
+                out.copy_from_slice(&pixels::cmyk_to_rgb(cmyk));
+            }
+        }
     }
 }
 

@@ -5,38 +5,41 @@
 //! YCbCr to RGB. Every step is integer arithmetic, so the samples are libjpeg's exactly
 //! (its SIMD paths give the C code's results; its tests hold them to the same checksums).
 
+use std::num::Wrapping;
+
 const CONST_BITS: u32 = 13;
 const PASS1_BITS: u32 = 2;
 // jidctint.c's FIX(x): x * 2^13, rounded.
-const F_0_298: i64 = 2446;
-const F_0_390: i64 = 3196;
-const F_0_541: i64 = 4433;
-const F_0_765: i64 = 6270;
-const F_0_899: i64 = 7373;
-const F_1_175: i64 = 9633;
-const F_1_501: i64 = 12299;
-const F_1_847: i64 = 15137;
-const F_1_961: i64 = 16069;
-const F_2_053: i64 = 16819;
-const F_2_562: i64 = 20995;
-const F_3_072: i64 = 25172;
+const F_0_298: Wrapping<i32> = Wrapping(2446);
+const F_0_390: Wrapping<i32> = Wrapping(3196);
+const F_0_541: Wrapping<i32> = Wrapping(4433);
+const F_0_765: Wrapping<i32> = Wrapping(6270);
+const F_0_899: Wrapping<i32> = Wrapping(7373);
+const F_1_175: Wrapping<i32> = Wrapping(9633);
+const F_1_501: Wrapping<i32> = Wrapping(12299);
+const F_1_847: Wrapping<i32> = Wrapping(15137);
+const F_1_961: Wrapping<i32> = Wrapping(16069);
+const F_2_053: Wrapping<i32> = Wrapping(16819);
+const F_2_562: Wrapping<i32> = Wrapping(20995);
+const F_3_072: Wrapping<i32> = Wrapping(25172);
 
 #[inline]
-fn descale(x: i64, n: u32) -> i32 {
-    ((x + (1 << (n - 1))) >> n) as i32
+fn descale(x: Wrapping<i32>, n: u32) -> i32 {
+    (x + Wrapping(1 << (n - 1))).0 >> n
 }
 
 /// One 1-D pass over 8 values: the even and odd parts, then the four butterflies, each
-/// output descaled by `shift` bits (rounded). In 64 bits, as libjpeg's JLONG, so that no
-/// coefficient of a corrupt file overflows; the outputs are cut to 32 bits as its `int`s.
+/// output descaled by `shift` bits (rounded). In wrapping 32-bit arithmetic: a valid
+/// file's values stay far inside it (libjpeg-turbo's SIMD code computes in 32 bits too),
+/// and a corrupt one's cannot stop the decoder.
 #[inline]
 fn pass(i: [i32; 8], shift: u32) -> [i32; 8] {
-    let i = i.map(i64::from);
+    let i = i.map(Wrapping);
     let z1 = (i[2] + i[6]) * F_0_541;
     let tmp2 = z1 - i[6] * F_1_847;
     let tmp3 = z1 + i[2] * F_0_765;
-    let tmp0 = (i[0] + i[4]) << CONST_BITS;
-    let tmp1 = (i[0] - i[4]) << CONST_BITS;
+    let tmp0 = (i[0] + i[4]) << CONST_BITS as usize;
+    let tmp1 = (i[0] - i[4]) << CONST_BITS as usize;
     let (tmp10, tmp13) = (tmp0 + tmp3, tmp0 - tmp3);
     let (tmp11, tmp12) = (tmp1 + tmp2, tmp1 - tmp2);
 
@@ -63,24 +66,53 @@ fn pass(i: [i32; 8], shift: u32) -> [i32; 8] {
 }
 
 /// The 8 x 8 samples of a block (natural order coefficients, natural order quantizers),
-/// written to `out` rows `stride` apart.
+/// written to `out` rows `stride` apart. A column whose AC coefficients are all zero, a
+/// row of the first pass's output whose AC terms are, and a block with only its DC term take
+/// libjpeg's shortcuts, whose results the full passes give too (a constant, rounded once).
 pub(super) fn idct(coefficients: &[i16], quantizers: &[u16; 64], out: &mut [u8], stride: usize) {
+    let dequantized = |k: usize| i32::from(coefficients[k]) * i32::from(quantizers[k]);
+    if coefficients[1..64].iter().all(|&c| c == 0) {
+        let value = clamp(descale(
+            Wrapping(dequantized(0)) << PASS1_BITS as usize,
+            PASS1_BITS + 3,
+        ));
+        for row in out.chunks_mut(stride).take(8) {
+            row[..8].fill(value);
+        }
+        return;
+    }
     let mut work = [0i32; 64];
     for col in 0..8 {
-        let input = std::array::from_fn(|row| {
-            i32::from(coefficients[row * 8 + col]) * i32::from(quantizers[row * 8 + col])
-        });
+        if (1..8).all(|row| coefficients[row * 8 + col] == 0) {
+            let dc = dequantized(col).wrapping_shl(PASS1_BITS);
+            for row in 0..8 {
+                work[row * 8 + col] = dc;
+            }
+            continue;
+        }
+        let input = std::array::from_fn(|row| dequantized(row * 8 + col));
         for (row, value) in pass(input, CONST_BITS - PASS1_BITS).into_iter().enumerate() {
             work[row * 8 + col] = value;
         }
     }
-    for row in 0..8 {
-        let input = std::array::from_fn(|col| work[row * 8 + col]);
+    for (row, line) in out.chunks_mut(stride).take(8).enumerate() {
+        let input: [i32; 8] = std::array::from_fn(|col| work[row * 8 + col]);
+        if input[1..].iter().all(|&w| w == 0) {
+            line[..8].fill(clamp(descale(Wrapping(input[0]), PASS1_BITS + 3)));
+            continue;
+        }
         let samples = pass(input, CONST_BITS + PASS1_BITS + 3);
-        for (sample, value) in out[row * stride..row * stride + 8].iter_mut().zip(samples) {
-            *sample = (value + 128).clamp(0, 255) as u8;
+        for (sample, value) in line[..8].iter_mut().zip(samples) {
+            *sample = clamp(value);
         }
     }
+}
+
+/// A sample from the IDCT's output, centred on zero (libjpeg-turbo's SIMD saturates it;
+/// only a corrupt file's coefficients reach past the range).
+#[inline]
+fn clamp(value: i32) -> u8 {
+    (value.saturating_add(128)).clamp(0, 255) as u8
 }
 
 /// A component's samples: `width` x `height` of them, rows `stride` apart.
