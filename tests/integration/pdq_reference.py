@@ -260,6 +260,41 @@ def encodings(name, image, rng):
     yield f"{name}.jpg", "jpeg", b.getvalue()
 
 
+def flat_jpeg(side):
+    """A side x side gray JPEG of 2 bits a block (a 1-bit code for DC 0, one for end of
+    block): 25 million pixels in 98 KB, which pdq() takes a good fraction of a second over."""
+    table = "01" + "00" * 15 + "00"  # one code of length 1, for symbol 0
+    header = ("FFD8" "FFDB004300" + "01" * 64 + "FFC0000B08%04X%04X01011100" % (side, side)
+              + "FFC4001400" + table + "FFC4001410" + table + "FFDA0008010100003F00")
+    blocks = (side // 8) ** 2
+    return bytes.fromhex(header) + bytes((2 * blocks + 7) // 8) + b"\xff\xd9"
+
+
+def cancelled_promptly(conn):
+    """statement_timeout stops pdq() on a large image long before it would finish: the
+    decoder and the hash check for interrupts. Returns a line to print, or None on failure."""
+    import time
+
+    import psycopg
+
+    data = flat_jpeg(5000)
+    start = time.monotonic()
+    conn.execute("SELECT pdq(%s)", (data,)).fetchone()
+    whole = time.monotonic() - start
+    conn.execute("SET statement_timeout = '50ms'")
+    start = time.monotonic()
+    try:
+        conn.execute("SELECT pdq(%s)", (data,)).fetchone()
+        state = None
+    except psycopg.Error as e:
+        state = e.sqlstate
+    stopped = time.monotonic() - start
+    conn.execute("RESET statement_timeout")
+    line = (f"statement_timeout 50 ms on a 5000 x 5000 JPEG: {state} after {stopped * 1000:.0f} ms "
+            f"(the whole pdq() {whole * 1000:.0f} ms)")
+    return line if state == "57014" and stopped < max(0.5 * whole, 0.3) else None
+
+
 def histogram(values):
     counts = {}
     for v in values:
@@ -307,7 +342,9 @@ def check(n):
                 dihedral_mismatch += 1
             if d > 0 or our_quality != ref_quality:
                 worst.append((d, name, our_quality - ref_quality))
+        timeout = cancelled_promptly(conn)
     ok = True
+    print(timeout or "statement_timeout did not stop pdq() promptly")
     for kind in distance:
         ds = distance[kind]
         exact = sum(1 for d in ds if d == 0)
@@ -329,7 +366,7 @@ def check(n):
     unexpected = [e for e in errors if "decoding Gif: image truncated" not in e]
     # JPEGs too: the core decodes them to libjpeg-turbo's pixels (Pillow's decoder)
     inexact = any(distance["lossless"]) or any(distance["jpeg"]) or any(quality["lossless"]) or any(quality["jpeg"])
-    if inexact or dihedral_mismatch or unexpected:
+    if inexact or dihedral_mismatch or unexpected or timeout is None:
         ok = False
     sys.exit(0 if ok else 1)
 
