@@ -229,24 +229,48 @@ fn stretch(sums: &[i32], out: &mut [u8], left: i32, right: i32) {
     put(2 * last + 1, sums[last] * 4 + right);
 }
 
-/// jdcolor.c's YCbCr to RGB: 16-bit fixed point, each term rounded as its tables round.
+/// jdcolor.c's tables, by Cb or Cr sample: the red, green (two terms, one rounding for
+/// their sum) and blue offsets, in 16-bit fixed point each rounded as its tables round.
+struct YccTables {
+    cr_r: [i32; 256],
+    cb_b: [i32; 256],
+    cr_g: [i32; 256],
+    cb_g: [i32; 256],
+}
+
+const YCC: YccTables = {
+    let mut t = YccTables {
+        cr_r: [0; 256],
+        cb_b: [0; 256],
+        cr_g: [0; 256],
+        cb_g: [0; 256],
+    };
+    let mut i = 0;
+    while i < 256 {
+        let x = i as i32 - 128;
+        t.cr_r[i] = (91881 * x + 32768) >> 16;
+        t.cb_b[i] = (116130 * x + 32768) >> 16;
+        t.cr_g[i] = -46802 * x;
+        t.cb_g[i] = -22554 * x + 32768;
+        i += 1;
+    }
+    t
+};
+
+/// jdcolor.c's YCbCr to RGB.
 #[inline]
 pub(super) fn ycc_to_rgb(y: u8, cb: u8, cr: u8) -> [u8; 3] {
-    let (y, cb, cr) = (i32::from(y), i32::from(cb) - 128, i32::from(cr) - 128);
-    let r = y + ((91881 * cr + 32768) >> 16);
-    let g = y + ((-22554 * cb + 32768 - 46802 * cr) >> 16);
-    let b = y + ((116130 * cb + 32768) >> 16);
+    let (y, cb, cr) = (i32::from(y), usize::from(cb), usize::from(cr));
+    let r = y + YCC.cr_r[cr];
+    let g = y + ((YCC.cb_g[cb] + YCC.cr_g[cr]) >> 16);
+    let b = y + YCC.cb_b[cb];
     [r, g, b].map(|v| v.clamp(0, 255) as u8)
 }
 
 /// jdcolor.c's YCCK to CMYK: YCbCr to RGB, inverted; K as it is.
 #[inline]
 pub(super) fn ycck_to_cmyk(y: u8, cb: u8, cr: u8, k: u8) -> [u8; 4] {
-    let (y, cb, cr) = (i32::from(y), i32::from(cb) - 128, i32::from(cr) - 128);
-    let c = 255 - (y + ((91881 * cr + 32768) >> 16));
-    let m = 255 - (y + ((-22554 * cb + 32768 - 46802 * cr) >> 16));
-    let ye = 255 - (y + ((116130 * cb + 32768) >> 16));
-    let [c, m, ye] = [c, m, ye].map(|v| v.clamp(0, 255) as u8);
+    let [c, m, ye] = ycc_to_rgb(y, cb, cr).map(|v| 255 - v);
     [c, m, ye, k]
 }
 
