@@ -2,4 +2,5 @@
 //! PDQ hash ([`pdq`], Meta's 256-bit perceptual hash). May import every lower layer.
 
 pub mod decode;
+pub mod jpeg;
 pub mod pdq;

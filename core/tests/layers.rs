@@ -12,8 +12,7 @@ fn no_layer_imports_a_higher_one() {
     let mut checked = 0;
     let mut violations = Vec::new();
     for (level, layer) in LAYERS.iter().enumerate() {
-        for entry in fs::read_dir(src.join(layer)).unwrap() {
-            let path = entry.unwrap().path();
+        for path in files(&src.join(layer)) {
             let text = fs::read_to_string(&path).unwrap();
             for higher in &LAYERS[level + 1..] {
                 let import = format!("crate::{higher}::");
@@ -31,6 +30,20 @@ fn no_layer_imports_a_higher_one() {
         src.display()
     );
     assert!(violations.is_empty(), "{violations:#?}");
+}
+
+/// The source files under `dir`, its submodules' folders included.
+fn files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            found.extend(files(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
 }
 
 #[test]

@@ -5,8 +5,8 @@
 # 1900), their crops, scalings, rotations and mirrors, each in a lossless format by turns
 # (PNG, BMP, TIFF, lossless WebP, GIF, grayscale PNG, PNG with alpha) and as a JPEG. Prints
 # the distribution of the Hamming distance to the reference's hash and of the quality
-# difference; fails unless every lossless image is bit-exact (hash, quality, the 8 dihedral
-# hashes). JPEGs are reported apart: the image crate's decoder is not libjpeg-turbo.
+# difference; fails unless every image, lossless or JPEG, is bit-exact (hash, quality, the 8
+# dihedral hashes): the core decodes JPEGs to libjpeg-turbo's pixels, as Pillow does.
 # PDQ_IMAGES=N sets the sample's size (300).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)

@@ -6,9 +6,13 @@ package's users run; it does not apply EXIF orientation).
   pdq_reference.py golden          the table of core/tests/golden_pdq.rs
   pdq_reference.py fixtures DIR    writes the SQL tests' images (tests/images) and prints
                                    their reference hashes and qualities
+  pdq_reference.py jpegs DIR       writes the core's JPEG decoder fixtures (core/tests/jpeg,
+                                   made by Pillow and libjpeg-turbo's cjpeg) and Pillow's RGB
+                                   pixels of each (NAME.rgb)
   pdq_reference.py check N         pdq(), pdq_quality() and pdq_dihedral() of the server
                                    (libpq's environment) against the reference on about N
-                                   images; exits 1 unless every lossless one is bit-exact
+                                   images; exits 1 unless every one (lossless and JPEG) is
+                                   bit-exact
 """
 import io
 import os
@@ -121,6 +125,61 @@ def fixtures(out):
             print(name, *reference(data))
 
 
+def jpegs(out):
+    """JPEGs of every kind libjpeg-turbo writes, small: Pillow's three chroma samplings,
+    baseline and progressive; cjpeg's other sampling factors (chroma taller, 4:1:1, chroma
+    sampled finer than luma, a 3:1 ratio), restart intervals, RGB, grayscale; CMYK, and
+    YCCK (a CMYK JPEG whose Adobe marker is made to say YCCK); sizes whose chroma is 1 or 2
+    samples wide; and a 1200 x 900 one for the cancellation test."""
+    import subprocess
+
+    y, x = np.mgrid[0:900, 0:1200]
+    big = np.stack([128 + 127 * np.sin(x / 90.0 + y / 230.0), 128 + 127 * np.cos(y / 70.0),
+                    (x + y) // 9 % 256], axis=2).astype(np.uint8)
+    rng = np.random.default_rng(40)
+    files = {}
+
+    def pillow(name, image, **kw):
+        b = io.BytesIO()
+        image.save(b, "JPEG", **kw)
+        files[name] = b.getvalue()
+
+    def cjpeg(name, image, *args):
+        ppm = b"P6 %d %d 255\n" % image.shape[1::-1] + image.tobytes()
+        files[name] = subprocess.run(["cjpeg", *args], input=ppm, capture_output=True, check=True).stdout
+
+    pillow("interrupts.jpg", Image.fromarray(big), quality=50)
+    for w, h in [(33, 15), (2, 7), (3, 3), (1, 1)]:
+        img = pattern(w, h, "rings") if w > 3 else lcg_image(w, h, w)
+        pil = Image.fromarray(img)
+        for sub, label in [(0, "444"), (1, "422"), (2, "420")]:
+            pillow(f"{w}x{h}_{label}.jpg", pil, quality=int(rng.integers(40, 96)), subsampling=sub)
+            pillow(f"{w}x{h}_{label}_progressive.jpg", pil, quality=int(rng.integers(40, 96)),
+                   subsampling=sub, progressive=True)
+        if w < 33:
+            continue
+        for sample in ["1x2", "4x1", "2x4", "1x1,2x2,1x1", "3x1"]:
+            cjpeg(f"{w}x{h}_{sample.replace(',', '_')}.jpg", img, "-sample", sample)
+            cjpeg(f"{w}x{h}_{sample.replace(',', '_')}_progressive_restart.jpg", img, "-sample", sample,
+                  "-progressive", "-restart", "1B")
+        cjpeg(f"{w}x{h}_restart.jpg", img, "-restart", "1B")
+        cjpeg(f"{w}x{h}_rgb.jpg", img, "-rgb")
+        cjpeg(f"{w}x{h}_gray_progressive.jpg", img, "-grayscale", "-progressive")
+        pillow(f"{w}x{h}_gray.jpg", pil.convert("L"))
+        cmyk = np.concatenate([img, lcg_image(w, h, 9)[..., :1]], axis=2)
+        pillow(f"{w}x{h}_cmyk.jpg", Image.frombytes("CMYK", (w, h), cmyk.tobytes()), quality=90)
+        ycck = bytearray(files[f"{w}x{h}_cmyk.jpg"])
+        ycck[ycck.find(b"Adobe") + 11] = 2
+        files[f"{w}x{h}_ycck.jpg"] = bytes(ycck)
+    os.makedirs(out, exist_ok=True)
+    for name, data in sorted(files.items()):
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+        if name != "interrupts.jpg":
+            with open(os.path.join(out, name[:-4] + ".rgb"), "wb") as f:
+                f.write(np.asarray(Image.open(io.BytesIO(data)).convert("RGB")).tobytes())
+
+
 # The reference's dihedral order, as numpy transforms of the pixel array: which image each
 # of compute_dihedral's 8 hashes stands for.
 TRANSFORMS = [lambda a: a, lambda a: np.rot90(a, 1), lambda a: np.rot90(a, 2), lambda a: np.rot90(a, 3),
@@ -201,6 +260,41 @@ def encodings(name, image, rng):
     yield f"{name}.jpg", "jpeg", b.getvalue()
 
 
+def flat_jpeg(side):
+    """A side x side gray JPEG of 2 bits a block (a 1-bit code for DC 0, one for end of
+    block): 25 million pixels in 98 KB, which pdq() takes a good fraction of a second over."""
+    table = "01" + "00" * 15 + "00"  # one code of length 1, for symbol 0
+    header = ("FFD8" "FFDB004300" + "01" * 64 + "FFC0000B08%04X%04X01011100" % (side, side)
+              + "FFC4001400" + table + "FFC4001410" + table + "FFDA0008010100003F00")
+    blocks = (side // 8) ** 2
+    return bytes.fromhex(header) + bytes((2 * blocks + 7) // 8) + b"\xff\xd9"
+
+
+def cancelled_promptly(conn):
+    """statement_timeout stops pdq() on a large image long before it would finish: the
+    decoder and the hash check for interrupts. Returns a line to print, or None on failure."""
+    import time
+
+    import psycopg
+
+    data = flat_jpeg(5000)
+    start = time.monotonic()
+    conn.execute("SELECT pdq(%s)", (data,)).fetchone()
+    whole = time.monotonic() - start
+    conn.execute("SET statement_timeout = '50ms'")
+    start = time.monotonic()
+    try:
+        conn.execute("SELECT pdq(%s)", (data,)).fetchone()
+        state = None
+    except psycopg.Error as e:
+        state = e.sqlstate
+    stopped = time.monotonic() - start
+    conn.execute("RESET statement_timeout")
+    line = (f"statement_timeout 50 ms on a 5000 x 5000 JPEG: {state} after {stopped * 1000:.0f} ms "
+            f"(the whole pdq() {whole * 1000:.0f} ms)")
+    return line if state == "57014" and stopped < max(0.5 * whole, 0.3) else None
+
+
 def histogram(values):
     counts = {}
     for v in values:
@@ -244,11 +338,13 @@ def check(n):
             if kind == "jpeg" and ref_quality >= 50:
                 distance["jpeg, quality >= 50"].append(d)
             quality[kind].append(our_quality - ref_quality)
-            if kind == "lossless" and list(our_dihedral) != ref:
+            if list(our_dihedral) != ref:
                 dihedral_mismatch += 1
             if d > 0 or our_quality != ref_quality:
                 worst.append((d, name, our_quality - ref_quality))
+        timeout = cancelled_promptly(conn)
     ok = True
+    print(timeout or "statement_timeout did not stop pdq() promptly")
     for kind in distance:
         ds = distance[kind]
         exact = sum(1 for d in ds if d == 0)
@@ -257,8 +353,8 @@ def check(n):
         print(f"  Hamming distance to the reference: {histogram(ds)}")
         if kind in quality:
             print(f"  quality difference: {histogram(quality[kind])}")
-    print(f"lossless pdq_dihedral equal to the reference's 8 hashes: "
-          f"{len(distance['lossless']) - dihedral_mismatch} of {len(distance['lossless'])}")
+    hashed = len(distance["lossless"]) + len(distance["jpeg"])
+    print(f"pdq_dihedral equal to the reference's 8 hashes: {hashed - dihedral_mismatch} of {hashed}")
     print(f"under 5 x 5 (pdq() refuses, the reference gives zeros): {len(refused)}")
     for d, name, dq in sorted(worst, reverse=True)[:5]:
         print(f"  farthest: {name} {d} bits, quality {dq:+d}")
@@ -268,7 +364,9 @@ def check(n):
     for error in errors:
         print(f"  ERROR where the reference hashes: {error}")
     unexpected = [e for e in errors if "decoding Gif: image truncated" not in e]
-    if any(distance["lossless"]) or any(quality["lossless"]) or dihedral_mismatch or unexpected:
+    # JPEGs too: the core decodes them to libjpeg-turbo's pixels (Pillow's decoder)
+    inexact = any(distance["lossless"]) or any(distance["jpeg"]) or any(quality["lossless"]) or any(quality["jpeg"])
+    if inexact or dihedral_mismatch or unexpected or timeout is None:
         ok = False
     sys.exit(0 if ok else 1)
 
@@ -276,4 +374,4 @@ def check(n):
 if __name__ == "__main__":
     from PIL import Image
 
-    {"golden": golden, "fixtures": fixtures, "check": check}[sys.argv[1]](*sys.argv[2:])
+    {"golden": golden, "fixtures": fixtures, "jpegs": jpegs, "check": check}[sys.argv[1]](*sys.argv[2:])

@@ -12,10 +12,14 @@
 //!  animations   the first frame (GIF, WebP), as Pillow opens them
 //!  orientation  EXIF orientation is not applied: Pillow's open does not apply it either, so
 //!               a rotated camera JPEG hashes as stored (pdq_dihedral covers the rotations)
-//!  CMYK JPEG    the decoder's conversion to RGB (may differ from Pillow's)
+//!  CMYK JPEG    Pillow's conversion to RGB (inverted samples, its cmyk2rgb)
 //! ```
+//!
+//! JPEGs are decoded by [`crate::images::jpeg`], to libjpeg-turbo's pixels exactly (the
+//! `image` crate's JPEG decoder rounds otherwise, and its hashes were off by up to 87 bits).
 
 use crate::base::interrupts;
+use crate::images::jpeg::Jpeg;
 use crate::images::pdq::{luminance, Luma};
 use image::{DynamicImage, ImageDecoder, ImageError, ImageFormat, ImageReader, Limits};
 use std::io::{BufRead, Cursor, Read, Seek, SeekFrom};
@@ -82,17 +86,14 @@ pub fn decode_luma(bytes: &[u8], max_pixels: u64) -> Result<Luma, DecodeError> {
                 "truncated JPEG: no end of image after its last scan".into(),
             ))
         }
+        Some(ImageFormat::Jpeg) => return jpeg_luma(bytes, max_pixels),
         Some(_) => {}
     }
     let side = u32::try_from(max_pixels).unwrap_or(u32::MAX);
     let mut limits = Limits::default();
     limits.max_image_width = Some(side);
     limits.max_image_height = Some(side);
-    limits.max_alloc = Some(
-        max_pixels
-            .saturating_mul(MAX_BYTES_PER_PIXEL)
-            .saturating_add(DECODER_SLACK),
-    );
+    limits.max_alloc = Some(max_alloc(max_pixels));
     let mut reader = reader;
     reader.limits(limits);
     let decoder = reader.into_decoder().map_err(|e| classify(e, max_pixels))?;
@@ -108,8 +109,22 @@ pub fn decode_luma(bytes: &[u8], max_pixels: u64) -> Result<Luma, DecodeError> {
     Ok(luma_of(&image))
 }
 
-/// Whether an end-of-image marker follows the last start-of-scan: the JPEG decoder fills
-/// the missing rows of a truncated file with gray instead of failing (Pillow refuses it:
+fn max_alloc(max_pixels: u64) -> u64 {
+    max_pixels
+        .saturating_mul(MAX_BYTES_PER_PIXEL)
+        .saturating_add(DECODER_SLACK)
+}
+
+fn jpeg_luma(bytes: &[u8], max_pixels: u64) -> Result<Luma, DecodeError> {
+    let jpeg = Jpeg::read(bytes, max_pixels, max_alloc(max_pixels))?;
+    let (cols, rows) = (jpeg.width(), jpeg.height());
+    let mut data = Vec::with_capacity(cols * rows);
+    jpeg.rows(|row| data.extend(row.chunks_exact(3).map(|p| luminance(p[0], p[1], p[2]))))?;
+    Ok(Luma { rows, cols, data })
+}
+
+/// Whether an end-of-image marker follows the last start-of-scan: the JPEG decoder reads
+/// the missing data of a truncated file as zero bits, as libjpeg does (Pillow refuses it:
 /// "image file is truncated"). Inside a scan's entropy-coded data a 0xFF byte is always
 /// followed by 0x00 or a restart marker, so the first FF D9 after the last FF DA is the
 /// image's end (an EXIF thumbnail's markers come before the main image's scans).
