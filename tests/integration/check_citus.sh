@@ -9,7 +9,8 @@
 #     the workers (pushed down), and its signatures equal simhash() on the coordinator.
 # (c) for 300+ query fingerprints at radii 0..4, `hamming(fp, q) <= k`, hamming_within and
 #     <@ hamming_ball (constants and PL/pgSQL parameters) on the distributed table equal the
-#     reference's id sets; EXPLAIN of every shard's task shows its hamming index.
+#     reference's id sets; EXPLAIN of every shard's task shows its hamming index, with the
+#     ball once in its index condition (the coordinator leaves Citus tables to the workers).
 # (d) nearest: `ORDER BY fp <~> q LIMIT 5` gives the reference's distances, each id at its
 #     true distance; every task's plan is an index scan ordered by <~> under a Limit.
 # (e) batches: `fp <@@ batch` of every query at radii 0..5 equals the reference's
@@ -21,10 +22,15 @@
 #     too small for hamming_pairs on one server (1 MB); their components and
 #     neardup_clusters on the distributed table equal one server's. The natural self-join
 #     is refused by Citus (printed), hamming_pairs on the distributed table reads every row
-#     through the coordinator, cluster tracking is refused (no triggers on distributed
-#     tables).
+#     through the coordinator (past its maintenance_work_mem: ERROR 53200 with a HINT
+#     naming hamming_pairs_distributed; neardup_clusters' names neardup_components of it),
+#     cluster tracking is refused (no triggers on distributed tables).
+#     hamming_pairs_distributed (the key table recipe in one call) equals hamming_pairs on
+#     the reference in 1 MB of maintenance_work_mem, inside a transaction, and leaves no key
+#     table; on a plain table it is hamming_pairs; wide codes and bad arguments are refused.
 # (h) MinHash LSH: band keys (from lsh_bands) in a table distributed by key, a co-located
-#     self-join verified by jaccard, equal to minhash_pairs on one server.
+#     self-join verified by jaccard, equal to minhash_pairs on one server; minhash_pairs on
+#     the distributed table past 1 MB hints at that recipe.
 # Skipped with a loud message when no Citus source is reachable (no tarball in $CITUS_SRC,
 # no network). Own servers under /tmp/citus-check (the extension must be installed).
 set -euo pipefail
