@@ -224,6 +224,29 @@ fn join_keys_give_every_pair_once() {
     assert_eq!(sqlstate("SELECT hamming_join_blocks(-1, 3)").as_deref(), Some("22023"));
 }
 
+/// Without Citus (no pg_dist_partition), hamming_pairs_distributed is hamming_pairs: the
+/// same rows and distances, the same errors. The Citus path is tests/integration/check_citus.sh's.
+#[pg_test]
+fn pairs_distributed_without_citus_is_hamming_pairs() {
+    hq_fixture();
+    Spi::run("CREATE TABLE pd_src AS SELECT id::bigint AS id, fp FROM hq").unwrap();
+    let (fn_pairs, truth) = (
+        "SELECT a, b, distance FROM hamming_pairs_distributed('pd_src', 'id', 'fp', 3)",
+        "SELECT a, b, distance FROM hamming_pairs('pd_src', 'id', 'fp', 3)",
+    );
+    assert!(int(&format!("SELECT count(*) FROM ({truth}) t")) > 100);
+    assert_eq!(
+        int(&format!(
+            "SELECT (SELECT count(*) FROM (({truth}) EXCEPT ALL ({fn_pairs})) d)
+                  + (SELECT count(*) FROM (({fn_pairs}) EXCEPT ALL ({truth})) d)"
+        )),
+        0
+    );
+    assert_eq!(sqlstate("SELECT * FROM hamming_pairs_distributed('pd_src', 'id', 'fp', 64)").as_deref(), Some("22023"));
+    assert_eq!(sqlstate("SELECT * FROM hamming_pairs_distributed('pd_src', 'id', 'nope', 3)").as_deref(), Some("42703"));
+    assert_eq!(int("SELECT count(*) FROM hamming_pairs_distributed(NULL, 'id', 'fp', 3)"), 0);
+}
+
 /// A batch stored in a table comes back compressed or out of line (TOAST): the filter and
 /// the keys still equal brute force, for a seq scan that calls them once per row (each
 /// call site keeps its lookup while the stored value is the same).

@@ -268,6 +268,14 @@ thread_local! {
 /// depth) has one: a bound on the parent reaches those through partition and inheritance
 /// expansion. Any key column of the index counts.
 ///
+/// A Citus table (distributed, reference or Citus-managed local) counts as having none: its
+/// rows live in shards, and Citus sends each shard's query, deparsed to SQL, to the node
+/// holding it, where this hook runs again on the shard (a plain table) and adds the call
+/// there. Added on the coordinator as well, it would reach the shard beside the shard's own
+/// (two identical index conditions: the ball searched twice), and without its mark
+/// ([`super::rewrite::GENERATED`]: deparsing drops the input collation), so the shard would
+/// count its selectivity twice.
+///
 /// Cached per backend and forgotten on any relcache invalidation: CREATE / DROP INDEX,
 /// ATTACH / DETACH PARTITION and ALTER TABLE ... INHERIT all send one for a table involved.
 /// Children are found through `pg_inherits` and `pg_index` without locking them: locking
@@ -294,7 +302,7 @@ unsafe fn search_indexes(access_method: Oid, table: Oid, column: pg_sys::AttrNum
     // SAFETY: syscache and catalog index reads; get_attname returns a palloc'd name or NULL.
     unsafe {
         let name = pg_sys::get_attname(table, column, true);
-        if name.is_null() {
+        if name.is_null() || is_citus_table(table) {
             return false;
         }
         // The whole inheritance tree; multiple inheritance can reach a child twice.
@@ -316,6 +324,31 @@ unsafe fn search_indexes(access_method: Oid, table: Oid, column: pg_sys::AttrNum
             }
         }
         false
+    }
+}
+
+/// Whether `table` has a row in Citus's `pg_catalog.pg_dist_partition` (keyed by
+/// `logicalrelid`, its first column, through its unique index). Both are found by name, so
+/// this needs no Citus headers or library, and is false wherever Citus is not installed.
+pub(crate) fn is_citus_table(table: Oid) -> bool {
+    // SAFETY: syscache name lookups, then a catalog index scan as in scan_by_oid, within the
+    // caller's transaction.
+    unsafe {
+        let lookup = |name: &std::ffi::CStr| {
+            valid(pg_sys::get_relname_relid(
+                name.as_ptr(),
+                pg_sys::Oid::from(pg_sys::PG_CATALOG_NAMESPACE),
+            ))
+        };
+        let (Some(partitions), Some(index)) = (
+            lookup(c"pg_dist_partition"),
+            lookup(c"pg_dist_partition_logical_relid_index"),
+        ) else {
+            return false;
+        };
+        let mut found = false;
+        scan_by_oid(partitions, index, 1, table, |_| found = true);
+        found
     }
 }
 

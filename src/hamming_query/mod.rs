@@ -28,6 +28,7 @@ mod rewrite;
 mod within;
 
 pub use ball::HammingBall;
+pub(crate) use catalog::is_citus_table;
 pub(crate) use pairs::{wide_code_at, wide_code_type, wide_radius};
 
 /// Called from `_PG_init`, whether the library is preloaded (postmaster) or loaded by the first
@@ -125,5 +126,18 @@ pgrx::extension_sql_file!(
         ball::ball_contains_int8,
         estimate::hamming_ball_restrict,
         estimate::hamming_ball_join,
+    ]
+);
+
+// PL/pgSQL over hamming_pairs and the join keys: the Citus path of all pairs.
+pgrx::extension_sql_file!(
+    "../../sql/pairs_distributed.sql",
+    name = "hamming_pairs_distributed",
+    requires = [
+        "simhash64_operators",
+        pairs::hamming_pairs,
+        join_keys::hamming_join_keys,
+        join_keys::hamming_join_key,
+        join_keys::hamming_join_blocks,
     ]
 );

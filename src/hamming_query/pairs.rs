@@ -49,7 +49,7 @@ fn hamming_pairs(
     match wide_code_type(tbl, signature_column) {
         Some("hash256") => wide_pairs::<4>(&key, &sig, &relation, max_distance),
         Some("hash128") => wide_pairs::<2>(&key, &sig, &relation, max_distance),
-        _ => narrow_pairs(&key, &sig, &relation, max_distance),
+        _ => narrow_pairs(tbl, &key, &sig, &relation, max_distance),
     }
 }
 
@@ -71,15 +71,25 @@ pub(crate) fn wide_code_type(tbl: pg_sys::Oid, column: &str) -> Option<&'static 
         .map(|(_, name)| name)
 }
 
+/// What a Citus table's 64-bit pairs past the coordinator's memory need.
+pub(crate) const DISTRIBUTED_HINT: &str = "The rows of a Citus table are read through the coordinator. hamming_pairs_distributed(tbl, key_column, signature_column, max_distance) pairs them on the workers instead, each within its own work_mem.";
+
 /// The 64-bit pairs: simhash64 or bigint, Manku's permuted tables.
-fn narrow_pairs(key: &str, sig: &str, relation: &str, max_distance: i32) -> PairRows {
+fn narrow_pairs(
+    tbl: pg_sys::Oid,
+    key: &str,
+    sig: &str,
+    relation: &str,
+    max_distance: i32,
+) -> PairRows {
     let max_distance = checked_distance("hamming_pairs", max_distance);
     let query =
         format!("SELECT {key}::bigint, {sig}::bigint FROM {relation} WHERE {sig} IS NOT NULL");
     let budget = RowBudget::maintenance(
         "hamming_pairs",
         std::mem::size_of::<i64>() + Pairs::bytes_per_row(),
-    );
+    )
+    .on_citus(tbl, || DISTRIBUTED_HINT.into());
     let mut keys = Vec::new();
     let mut fps = Vec::new();
     for_each_row("hamming_pairs", &query, |row| {

@@ -29,6 +29,7 @@ pub(crate) struct TableSketches {
 /// than the key and sketch.
 pub(crate) fn read_sketches(
     function: &'static str,
+    tbl: pg_sys::Oid,
     query: &str,
     extra_bytes_per_row: impl Fn(usize) -> usize,
 ) -> TableSketches {
@@ -61,7 +62,10 @@ pub(crate) fn read_sketches(
             budget = Some(RowBudget::maintenance(
                 function,
                 8 + SketchTable::bytes_per_row(m) + extra_bytes_per_row(m),
-            ));
+            )
+            .on_citus(tbl, || {
+                "The rows of a Citus table are read through the coordinator. Pair them on the workers: the LSH band keys in a table distributed by key, joined with itself on the key, each pair verified with jaccard().".into()
+            }));
             sketch.clone()
         });
         // Sketches of one shape compare; only a different shape needs jaccard's message.
@@ -140,7 +144,7 @@ fn minhash_pairs(
         sig = quote_ident(sketch_column),
     );
     let TableSketches { keys, sketches, .. } =
-        read_sketches("minhash_pairs", &query, |_| BandPairs::bytes_per_row());
+        read_sketches("minhash_pairs", tbl, &query, |_| BandPairs::bytes_per_row());
     if sketches.is_empty() {
         return TableIterator::new(Vec::new());
     }

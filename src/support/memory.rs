@@ -11,6 +11,8 @@ pub struct RowBudget {
     function: &'static str,
     bytes_per_row: usize,
     max_rows: usize,
+    /// The ERROR's hint when it is not "raise the setting" ([`RowBudget::on_citus`]).
+    hint: Option<String>,
 }
 
 impl RowBudget {
@@ -20,7 +22,18 @@ impl RowBudget {
             function,
             bytes_per_row,
             max_rows: maintenance_work_mem_bytes() / bytes_per_row,
+            hint: None,
         }
+    }
+
+    /// When `tbl` is a Citus table, the ERROR's hint is `hint()`: its rows come to the
+    /// coordinator, whose memory bounds the call however many workers hold them, so the hint
+    /// names the way that keeps them on the workers.
+    pub fn on_citus(mut self, tbl: pg_sys::Oid, hint: impl FnOnce() -> String) -> RowBudget {
+        if crate::hamming_query::is_citus_table(tbl) {
+            self.hint = Some(hint());
+        }
+        self
     }
 
     /// ERROR 53200 when `rows` rows would not fit.
@@ -36,9 +49,9 @@ impl RowBudget {
                     maintenance_work_mem_bytes() / 1024,
                     self.bytes_per_row
                 ),
-                &format!(
+                &self.hint.clone().unwrap_or_else(|| format!(
                     "Raise it for this session, e.g. SET maintenance_work_mem = '{needed_mb}MB', or run on a subset of the table."
-                ),
+                )),
             );
         }
     }

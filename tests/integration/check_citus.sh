@@ -9,7 +9,8 @@
 #     the workers (pushed down), and its signatures equal simhash() on the coordinator.
 # (c) for 300+ query fingerprints at radii 0..4, `hamming(fp, q) <= k`, hamming_within and
 #     <@ hamming_ball (constants and PL/pgSQL parameters) on the distributed table equal the
-#     reference's id sets; EXPLAIN of every shard's task shows its hamming index.
+#     reference's id sets; EXPLAIN of every shard's task shows its hamming index, with the
+#     ball once in its index condition (the coordinator leaves Citus tables to the workers).
 # (d) nearest: `ORDER BY fp <~> q LIMIT 5` gives the reference's distances, each id at its
 #     true distance; every task's plan is an index scan ordered by <~> under a Limit.
 # (e) batches: `fp <@@ batch` of every query at radii 0..5 equals the reference's
@@ -21,10 +22,15 @@
 #     too small for hamming_pairs on one server (1 MB); their components and
 #     neardup_clusters on the distributed table equal one server's. The natural self-join
 #     is refused by Citus (printed), hamming_pairs on the distributed table reads every row
-#     through the coordinator, cluster tracking is refused (no triggers on distributed
-#     tables).
+#     through the coordinator (past its maintenance_work_mem: ERROR 53200 with a HINT
+#     naming hamming_pairs_distributed; neardup_clusters' names neardup_components of it),
+#     cluster tracking is refused (no triggers on distributed tables).
+#     hamming_pairs_distributed (the key table recipe in one call) equals hamming_pairs on
+#     the reference in 1 MB of maintenance_work_mem, inside a transaction, and leaves no key
+#     table; on a plain table it is hamming_pairs; wide codes and bad arguments are refused.
 # (h) MinHash LSH: band keys (from lsh_bands) in a table distributed by key, a co-located
-#     self-join verified by jaccard, equal to minhash_pairs on one server.
+#     self-join verified by jaccard, equal to minhash_pairs on one server; minhash_pairs on
+#     the distributed table past 1 MB hints at that recipe.
 # Skipped with a loud message when no Citus source is reachable (no tarball in $CITUS_SRC,
 # no network). Own servers under /tmp/citus-check (the extension must be installed).
 set -euo pipefail
@@ -181,6 +187,14 @@ for cond in "hamming(fp, '$qfp') <= 3" "hamming_within(fp, '$qfp', 3)" "fp <@ ha
         fail "(c) not every task of $cond uses its shard's hamming index: $plan"
 done
 plan1=$(q -c "SET citus.explain_all_tasks = on" -c "EXPLAIN (COSTS OFF) SELECT id FROM docs WHERE hamming(fp, '$qfp') <= 3")
+# the ball once per task: the coordinator leaves a Citus table's bound as written (no
+# hamming_within beside it), and each worker's hook adds the one index condition
+for cond in "hamming(fp, '$qfp') <= 3" "hamming_within(fp, '$qfp', 3)" "fp <@ hamming_ball('$qfp', 3)"; do
+    plan=$(q -c "SET citus.explain_all_tasks = on" -c "EXPLAIN (COSTS OFF) SELECT id FROM docs WHERE $cond")
+    conds=$(grep "Index Cond" <<<"$plan" || true)
+    [[ $(grep -c "<@ \\(hamming_ball('[0-9a-f]*'::simhash64, 3)\\|'([0-9a-f]*,3)'::hamming_ball\\)" <<<"$conds") == "$shards" ]] && ! grep -q "hamming_within\|<@.*<@" <<<"$conds" ||
+        fail "(c) $cond: not one ball in each of the $shards tasks' index conditions: $plan"
+done
 plan=$(q -c "SET citus.explain_all_tasks = on" -c "EXPLAIN (COSTS OFF) SELECT id FROM codes WHERE hamming(code, ${qfp@Q}::simhash64::bigint) <= 3")
 [[ $(grep -c "Index Scan using codes_code_[0-9]*\|Bitmap Index Scan on codes_code_[0-9]*" <<<"$plan") == "$shards" ]] || fail "(c) bigint lookups do not use the index: $plan"
 # and on a worker, a shard queried directly
@@ -349,7 +363,30 @@ out=$(q -c "SET maintenance_work_mem = '1MB'" -c "SELECT md5(string_agg(a || ':'
 status=0
 err=$(q -c "SET maintenance_work_mem = '1MB'" -c "SELECT count(*) FROM hamming_pairs('docs', 'id', 'fp', 3)" 2>&1) || status=$?
 [[ $status != 0 ]] && grep -q "do not fit in maintenance_work_mem" <<<"$err" || fail "(g) hamming_pairs('docs', ...) in 1 MB: $err"
-echo "check_citus: (g) maintenance_work_mem = 1MB: the key self-join still equals the reference; hamming_pairs('docs', ...): $(sed -n 1p <<<"$err")"
+grep -q "HINT: .*hamming_pairs_distributed(tbl, key_column, signature_column, max_distance)" <<<"$err" || fail "(g) hamming_pairs('docs', ...) in 1 MB names no distributed path: $err"
+echo "check_citus: (g) maintenance_work_mem = 1MB: the key self-join still equals the reference; hamming_pairs('docs', ...): $(sed -n 1p <<<"$err") $(grep HINT <<<"$err")"
+status=0
+err=$(q -c "SET maintenance_work_mem = '1MB'" -c "SELECT count(*) FROM neardup_clusters('docs', 'id', 'fp', 3)" 2>&1) || status=$?
+[[ $status != 0 ]] && grep -q "HINT: .*neardup_components('SELECT a, b FROM hamming_pairs_distributed(" <<<"$err" || fail "(g) neardup_clusters('docs', ...) in 1 MB: $err"
+# hamming_pairs_distributed: the key table recipe in one call, on the workers, within 1 MB of
+# maintenance_work_mem, in a transaction that has already read the table; no key table left
+t=$SECONDS
+got=$(q -c "BEGIN" -c "SELECT count(*) FROM docs" -c "SET LOCAL maintenance_work_mem = '1MB'" \
+    -c "SELECT md5(string_agg(a || ':' || b || ':' || distance, ',' ORDER BY a, b)), count(*) FROM hamming_pairs_distributed('docs', 'id', 'fp', 3)" -c "COMMIT" | sed -n '$p')
+took_fn=$((SECONDS - t))
+want_d=$(q -c "SELECT md5(string_agg(a || ':' || b || ':' || distance, ',' ORDER BY a, b)), count(*) FROM hamming_pairs('docs_ref', 'id', 'fp', 3)")
+[[ $got == "$want_d" ]] || fail "(g) hamming_pairs_distributed('docs', ...) $got, hamming_pairs on the reference $want_d"
+left=$(q -c "SELECT count(*) FROM pg_class WHERE relname LIKE 'neardup_pair_keys%'")/$(q -c "SELECT string_agg(result, ',') FROM run_command_on_workers(\$\$SELECT count(*) FROM pg_class WHERE relname LIKE 'neardup_pair_keys%'\$\$)")
+[[ $left == 0/0,0 ]] || fail "(g) hamming_pairs_distributed left key tables behind (coordinator/workers): $left"
+# a plain table goes to hamming_pairs; wide codes and bad arguments are refused clearly
+[[ $(q -c "SELECT md5(string_agg(a || ':' || b || ':' || distance, ',' ORDER BY a, b)), count(*) FROM hamming_pairs_distributed('docs_ref', 'id', 'fp', 3)") == "$want_d" ]] ||
+    fail "(g) hamming_pairs_distributed on a plain table differs from hamming_pairs"
+for bad in "'photos', 'id', 'pdq', 3|0A000" "'docs', 'id', 'nope', 3|42703" "'docs', 'fp', 'fp', 3|42804" "'docs', 'id', 'fp', 64|22023"; do
+    status=0
+    err=$(q -c "\\set VERBOSITY verbose" -c "SELECT count(*) FROM hamming_pairs_distributed(${bad%|*})" 2>&1) || status=$?
+    [[ $status != 0 ]] && grep -q "ERROR:  ${bad#*|}: hamming_" <<<"$err" || fail "(g) hamming_pairs_distributed(${bad%|*}): $err"
+done
+echo "check_citus: (g) hamming_pairs_distributed('docs', 'id', 'fp', 3) equals hamming_pairs on the reference in 1 MB of maintenance_work_mem ($took_fn s), leaves no key table; plain tables go to hamming_pairs; wide codes (0A000), unknown columns, non-integer keys, bad distances refused"
 # clusters: of the key self-join's pairs, and neardup_clusters given the distributed table
 out=$(q -c "SELECT (SELECT md5(string_agg(node || ':' || component, ',' ORDER BY node)) FROM neardup_components(\$q\$$pairs_sql\$q\$))
      = (SELECT md5(string_agg(node || ':' || component, ',' ORDER BY node)) FROM neardup_components('SELECT a, b FROM hamming_pairs(''docs_ref'', ''id'', ''fp'', 3)')),
@@ -394,6 +431,9 @@ got=$(q -c "SELECT md5(string_agg(a || ':' || b, ',' ORDER BY a, b)), count(*) F
 want=$(q -c "SELECT md5(string_agg(a || ':' || b, ',' ORDER BY a, b)), count(*) FROM minhash_pairs('sketches_ref', 'id', 'mh', 0.8)")
 [[ $got == "$want" ]] || fail "(h) LSH pairs through the distributed band keys $got, minhash_pairs on one server $want"
 ((${want#*|} > 500)) || fail "(h) only ${want#*|} LSH pairs"
+status=0
+err=$(q -c "SET maintenance_work_mem = '1MB'" -c "SELECT count(*) FROM minhash_pairs('sketches', 'id', 'mh', 0.8)" 2>&1) || status=$?
+[[ $status != 0 ]] && grep -q "HINT: .*band keys in a table distributed by key" <<<"$err" || fail "(h) minhash_pairs('sketches', ...) in 1 MB: $err"
 got=$(q -c "SELECT md5(string_agg(a || ':' || b, ',' ORDER BY a, b)), count(*) FROM minhash_pairs('sketches', 'id', 'mh', 0.8)")
 [[ $got == "$want" ]] || fail "(h) minhash_pairs on the distributed table $got, one server $want"
 echo "check_citus: (h) ${want#*|} MinHash pairs at Jaccard 0.8: the band key self-join (DISTINCT on the coordinator) and minhash_pairs on the distributed table equal minhash_pairs on one server ($((SECONDS - T0)) s)"
