@@ -21,9 +21,9 @@
 #       co-located distributed tables (pushed down to the workers) against one server.
 # Timings are medians of REPS runs of the server's execution time (EXPLAIN ANALYZE on the
 # coordinator), jit off. Usage: bench/citus.sh [ROWS=1000000] [NEW=10000] [PAGES=100000]
+#   [REPS=3] [SECS=5] [SHARD_COUNT=32] [SKIP_INSTALL=1]
 # (it takes /tmp/neardup-pgrx.lock itself around its install: not under flock of that lock,
 # which would wait on itself; SKIP_INSTALL=1 benchmarks the build already installed)
-#   [REPS=3] [SECS=5] [SHARD_COUNT=32] [SKIP_INSTALL=1]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 source "$ROOT/bench/lib.sh"
