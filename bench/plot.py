@@ -12,6 +12,7 @@ Usage: bench/plot.py DATA.csv OUT.svg --title T --xlabel X --ylabel Y --command 
 import argparse
 import csv
 import hashlib
+import os
 import pathlib
 import platform
 import re
@@ -32,8 +33,6 @@ def machine():
                 break
     except OSError:
         pass
-    import os
-
     return f"{model}, {os.cpu_count()} cores"
 
 
