@@ -44,6 +44,10 @@ for major in 16 18; do
     cargo clippy -p neardup --all-targets --quiet --no-default-features --features "pg$major" -- -D warnings
 done
 scripts/check_unbuilt.sh 17
+# the docs: relative links and anchors resolve, tables and fences render, plots match their data
+scripts/check_links.py
+tests/integration/check_readme_renders.sh
+scripts/check_plots.py
 # the Python module: a cargo workspace of its own (python/Cargo.toml says why)
 (cd python && cargo fmt --check && cargo clippy --all-targets --quiet -- -D warnings)
 

@@ -99,3 +99,20 @@ print_summary() {
     printf "$RESULT_FORMAT\n" measure value unit baseline value ratio
     printf '%s\n' "${SUMMARY[@]}"
 }
+
+# Plots (docs/benchmarks.md): with PLOT_DIR set (docs/plots to commit them), a bench appends
+# its figures to a CSV there and, with PLOT_PYTHON (a python with matplotlib: the bench
+# virtualenv), redraws the SVG beside it (bench/plot.py stamps the CSV's sha256 on it, which
+# scripts/check_plots.py checks). plot_row NAME HEADER ROW: a header `x,SERIES...`, a row.
+plot_row() {
+    [[ -n ${PLOT_DIR:-} ]] || return 0
+    mkdir -p "$PLOT_DIR"
+    local csv=$PLOT_DIR/$1.csv
+    [[ -s $csv && $(sed -n 1p "$csv") == "$2" ]] || echo "$2" >"$csv"
+    echo "$3" >>"$csv"
+}
+# plot_draw NAME ARGS...: bench/plot.py's options (--title, --xlabel, --ylabel, --command, ...).
+plot_draw() {
+    [[ -n ${PLOT_DIR:-} && -n ${PLOT_PYTHON:-} ]] || return 0
+    "$PLOT_PYTHON" "$(dirname "${BASH_SOURCE[0]}")/plot.py" "$PLOT_DIR/$1.csv" "$PLOT_DIR/$1.svg" "${@:2}"
+}

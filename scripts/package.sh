@@ -35,6 +35,8 @@ install -d "$root/DEBIAN" "$root/usr/lib/postgresql/$major/lib" \
 install -m 0644 "$staged_lib/neardup.so" "$root/usr/lib/postgresql/$major/lib/"
 install -m 0644 "$staged_ext"/neardup* "$root/usr/share/postgresql/$major/extension/"
 install -m 0644 README.md "$root/usr/share/doc/$name/README.md"
+install -d "$root/usr/share/doc/$name/docs"
+install -m 0644 docs/*.md "$root/usr/share/doc/$name/docs/"
 strip --strip-unneeded "$root/usr/lib/postgresql/$major/lib/neardup.so"
 cat >"$root/DEBIAN/control" <<EOF
 Package: $name
@@ -61,6 +63,8 @@ install -d "$tree/lib" "$tree/extension"
 install -m 0755 "$root/usr/lib/postgresql/$major/lib/neardup.so" "$tree/lib/"
 install -m 0644 "$staged_ext"/neardup* "$tree/extension/"
 install -m 0644 README.md "$tree/README.md"
+install -d "$tree/docs"
+install -m 0644 docs/*.md "$tree/docs/"
 cat >"$tree/install.sh" <<EOF
 #!/bin/sh
 # Installs neardup $version for PostgreSQL $major into the server that pg_config reports

@@ -16,7 +16,7 @@ fn feature_options(shingle: i32, ngram: i32, fold_case: bool) -> FeatureOptions 
 
 /// Charikar's 64-bit simhash of a text's features: word shingles of `shingle` tokens, or
 /// character n-grams of the canonical form when `ngram` > 0. The default, single words,
-/// was chosen by measurement on the Debian corpus (README, "Choosing the features").
+/// was chosen by measurement on the Debian corpus (docs/tuning.md, "Choosing the features").
 #[pg_extern(immutable, strict, parallel_safe)]
 fn simhash(
     body: &str,

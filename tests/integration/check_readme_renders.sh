@@ -8,10 +8,10 @@
 #     `|` inside a `code span` is reported too, since GitHub splits the cell there as well;
 #   - ``` fences balance (a ```lang line inside a block means that block's closing fence is
 #     missing) and no ```sql block is empty.
-# Usage: check_readme_renders.sh [FILE...]   (default: README.md at the root)
+# Usage: check_readme_renders.sh [FILE...]   (default: README.md and docs/*.md)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-(($#)) || set -- "$ROOT/README.md"
+(($#)) || set -- "$ROOT/README.md" "$ROOT"/docs/*.md
 
 status=0
 for file in "$@"; do
