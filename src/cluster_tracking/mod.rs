@@ -261,6 +261,6 @@ fn protocol_violation(what: &str) -> ! {
     errors::raise_with_hint(
         PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
         format!("neardup_track_clusters {what}"),
-        "Install it with neardup_cluster_tracking(), or see the README's cluster recipe.",
+        "Install it with neardup_cluster_tracking(), or see the cluster recipes of docs/cookbook.md.",
     )
 }
