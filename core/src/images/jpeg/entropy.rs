@@ -46,6 +46,11 @@ impl Huffman {
             if count > 0 {
                 offset[length] = index as i32 - code;
                 for _ in 0..count {
+                    // a code past the last of its length: the table over-subscribes it
+                    // (checked before the code indexes the lookup)
+                    if code >= 1 << length {
+                        return Err(bad_table());
+                    }
                     let symbol = *symbols.get(index).ok_or_else(bad_table)?;
                     if length as u32 <= LOOKUP_BITS {
                         let shift = LOOKUP_BITS - length as u32;
@@ -58,9 +63,6 @@ impl Huffman {
                     index += 1;
                 }
                 max_code[length] = code - 1;
-            }
-            if code > 1 << length {
-                return Err(bad_table());
             }
             code <<= 1;
         }
