@@ -271,9 +271,10 @@ fn simhash_clusters(
         Method::Representatives => SimhashNeighbors::bytes_per_row(u32::MAX.into(), max_distance)
             .unwrap_or_else(|e| errors::invalid_parameter(e.0)),
     };
-    let budget = RowBudget::maintenance("neardup_clusters", 8 + 8 + working_set).on_citus(tbl, || {
-        "The rows of a Citus table are read through the coordinator. neardup_components('SELECT a, b FROM hamming_pairs_distributed(tbl, id_column, signature_column, max_distance)') gives the clusters of more than one row from pairs found on the workers.".into()
-    });
+    let budget = RowBudget::maintenance("neardup_clusters", 8 + 8 + working_set).on_citus(
+        tbl,
+        "The rows of a Citus table are read through the coordinator. neardup_components('SELECT a, b FROM hamming_pairs_distributed(tbl, id_column, signature_column, max_distance)') gives the clusters of more than one row from pairs found on the workers.",
+    );
     let (mut ids, mut fps, mut alone) = (Vec::new(), Vec::new(), Vec::new());
     for_each_row("neardup_clusters", &query, |row| {
         budget.admit(ids.len() + alone.len() + 1);

@@ -89,7 +89,7 @@ fn narrow_pairs(
         "hamming_pairs",
         std::mem::size_of::<i64>() + Pairs::bytes_per_row(),
     )
-    .on_citus(tbl, || DISTRIBUTED_HINT.into());
+    .on_citus(tbl, DISTRIBUTED_HINT);
     let mut keys = Vec::new();
     let mut fps = Vec::new();
     for_each_row("hamming_pairs", &query, |row| {

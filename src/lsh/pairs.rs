@@ -63,9 +63,10 @@ pub(crate) fn read_sketches(
                 function,
                 8 + SketchTable::bytes_per_row(m) + extra_bytes_per_row(m),
             )
-            .on_citus(tbl, || {
-                "The rows of a Citus table are read through the coordinator. Pair them on the workers: the LSH band keys in a table distributed by key, joined with itself on the key, each pair verified with jaccard().".into()
-            }));
+            .on_citus(
+                tbl,
+                "The rows of a Citus table are read through the coordinator. Pair them on the workers: the LSH band keys in a table distributed by key, joined with itself on the key, each pair verified with jaccard().",
+            ));
             sketch.clone()
         });
         // Sketches of one shape compare; only a different shape needs jaccard's message.

@@ -12,7 +12,7 @@ pub struct RowBudget {
     bytes_per_row: usize,
     max_rows: usize,
     /// The ERROR's hint when it is not "raise the setting" ([`RowBudget::on_citus`]).
-    hint: Option<String>,
+    hint: Option<&'static str>,
 }
 
 impl RowBudget {
@@ -26,12 +26,12 @@ impl RowBudget {
         }
     }
 
-    /// When `tbl` is a Citus table, the ERROR's hint is `hint()`: its rows come to the
+    /// When `tbl` is a Citus table, the ERROR's hint is `hint`: its rows come to the
     /// coordinator, whose memory bounds the call however many workers hold them, so the hint
     /// names the way that keeps them on the workers.
-    pub fn on_citus(mut self, tbl: pg_sys::Oid, hint: impl FnOnce() -> String) -> RowBudget {
+    pub fn on_citus(mut self, tbl: pg_sys::Oid, hint: &'static str) -> RowBudget {
         if crate::hamming_query::is_citus_table(tbl) {
-            self.hint = Some(hint());
+            self.hint = Some(hint);
         }
         self
     }
@@ -49,7 +49,7 @@ impl RowBudget {
                     maintenance_work_mem_bytes() / 1024,
                     self.bytes_per_row
                 ),
-                &self.hint.clone().unwrap_or_else(|| format!(
+                &self.hint.map(str::to_owned).unwrap_or_else(|| format!(
                     "Raise it for this session, e.g. SET maintenance_work_mem = '{needed_mb}MB', or run on a subset of the table."
                 )),
             );
