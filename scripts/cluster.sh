@@ -6,6 +6,7 @@
 # others), and its client programs come first on PATH. Sourced, then:
 #   cluster_start DIR [extra postgresql.conf lines...]   sets PGHOST/PGPORT/PGUSER for psql
 #   cluster_stop DIR
+#   cluster_crash DATADIR                                 kill -9 of the whole cluster
 set -euo pipefail
 
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
@@ -43,6 +44,38 @@ cluster_stop() {
     if [[ -f "$dir/data/postmaster.pid" ]]; then
         sudo -u postgres "$PG_BIN/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null || true
     fi
+}
+
+# cluster_kill_command POSTMASTER_PID: a shell command (run as root or `postgres`, also by
+# COPY TO PROGRAM from inside) that crashes the cluster at once. The postmaster is stopped
+# first so that it forks nothing the kill would miss: a list of children taken beforehand
+# missed a merge worker started since, which kept the shared memory (and its merge) going
+# after the crash, and the restart was refused.
+cluster_kill_command() { echo "kill -STOP $1; pkill -9 -P $1; kill -9 $1"; }
+
+# cluster_wait_gone DATADIR POSTMASTER_PID: until the postmaster is gone and no process
+# still holds the cluster's shared memory (the restart would be refused), at most 60 s.
+cluster_wait_gone() {
+    local shmid
+    shmid=$(sed -n 7p "$1/postmaster.pid" | awk '{print $2}')
+    for _ in $(seq 600); do
+        if ! kill -0 "$2" 2>/dev/null &&
+            ! ipcs -m -i "$shmid" 2>/dev/null | grep -q 'nattch=[1-9]'; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    echo "cluster_wait_gone: the processes of $1 still run 60 s after the kill" >&2
+    return 1
+}
+
+# cluster_crash DATADIR: kill -9 of the postmaster and all its children, then waits for
+# them to be gone.
+cluster_crash() {
+    local postmaster
+    postmaster=$(head -1 "$1/postmaster.pid")
+    bash -c "$(cluster_kill_command "$postmaster")" 2>/dev/null || true
+    cluster_wait_gone "$1" "$postmaster"
 }
 
 # Builds the extension (release) and installs it into $PG_CONFIG's server, each file

@@ -133,15 +133,8 @@ done
 # crash: SIGKILL to the postmaster and, at the same instant, to all its children; then
 # the worker sessions must have been cut off (and must not have failed before).
 crash() { # LOG_PREFIX: the workers' logs are $DIR/LOG_PREFIX_*.log
-    local postmaster children pid logs=("$DIR/$1"_*.log)
-    postmaster=$(head -1 "$DIR/data/postmaster.pid")
-    children=$(ps -o pid= --ppid "$postmaster" | tr '\n' ' ' || true) # (none: killed already)
-    # shellcheck disable=SC2086
-    kill -9 "$postmaster" $children 2>/dev/null || true # (a child may have exited meanwhile)
-    for _ in $(seq 100); do
-        kill -0 "$postmaster" 2>/dev/null || break
-        sleep 0.1
-    done
+    local pid logs=("$DIR/$1"_*.log)
+    cluster_crash "$DIR/data" || fail "the crashed cluster's processes did not end"
     for pid in "${workers[@]}"; do wait "$pid" 2>/dev/null || true; done
     workers=()
     grep -qE "server closed the connection|connection to server was lost|terminating connection" "${logs[@]}" ||
@@ -366,7 +359,7 @@ INSERT INTO ingest (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 50000)
 -- Kills the cluster from inside, within a millisecond or two of seeing a merge under way
 -- in two polls a millisecond apart: a kill from the shell after the poll returned would
 -- come tens of milliseconds later, after most merges have ended. `kill` is the command
--- (kill -9, the postmaster and its children); this backend's own pid is added to it. The merge is recorded
+-- (cluster_kill_command: the postmaster and its children, this backend too). The merge is recorded
 -- (and committed) first. Commits between polls, so as not to hold back the recycling of
 -- merged-away runs. Returns (no kill) if no merge is seen in 20 s. With `by_table`, only
 -- a merge table by table is taken (they last longer: a kill lands in them more surely).
@@ -382,7 +375,7 @@ BEGIN
         IF merge > 0 AND merge = seen AND (NOT by_table OR meta_u32(idx, 52) > 0) THEN
             INSERT INTO kills VALUES (attempt, merge);
             COMMIT;
-            EXECUTE format('COPY (SELECT 1) TO PROGRAM %L', kill || ' ' || pg_backend_pid());
+            EXECUTE format('COPY (SELECT 1) TO PROGRAM %L', kill);
         END IF;
         EXIT WHEN clock_timestamp() > deadline;
         seen := merge;
@@ -417,11 +410,10 @@ for attempt in 1 2 3 4 5 6; do
         kill -0 "${workers[$i]}" 2>/dev/null || fail "[$STAGE] worker $i ended before the crash: $(tail -n 5 "$DIR"/ingest_*.log)"
     done
     postmaster=$(head -1 "$DIR/data/postmaster.pid")
-    children=$(ps -o pid= --ppid "$postmaster" | tr '\n' ' ')
     # The first two tries take any merge; if both land after their merge ended, the next
     # take a merge table by table.
     by_table=$( ((attempt > 2)) && echo true || echo false)
-    if q -c "CALL kill_during_merge('ingest_fp', $attempt, 'kill -9 $postmaster $children', $by_table)" >"$DIR/kill.log" 2>&1; then
+    if q -c "CALL kill_during_merge('ingest_fp', $attempt, '$(cluster_kill_command "$postmaster")', $by_table)" >"$DIR/kill.log" 2>&1; then
         fail "[$STAGE] no merge seen in 20 s of inserts"
     fi
     grep -qE "server closed the connection|connection to server was lost" "$DIR/kill.log" ||

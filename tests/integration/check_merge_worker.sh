@@ -154,15 +154,7 @@ exact "after the workers merged again"
 hold before_publish
 q -c "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 2 * $LIMIT_ROWS)"
 held_worker 20 >/dev/null
-postmaster=$(head -1 "$DIR/data/postmaster.pid")
-processes="$postmaster $(ps -o pid= --ppid "$postmaster" | tr '\n' ' ')"
-# shellcheck disable=SC2086
-kill -9 $processes 2>/dev/null || true
-for _ in $(seq 100); do
-    # shellcheck disable=SC2086
-    kill -0 $processes 2>/dev/null || break
-    sleep 0.1
-done
+cluster_crash "$DIR/data"
 sudo -u postgres "$PG_BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w start >/dev/null
 wait_ready
 q -c "ALTER SYSTEM RESET neardup.pause_at" -c "SELECT pg_reload_conf()" >/dev/null

@@ -155,15 +155,7 @@ for release in "${versions[@]}"; do
             # running the newest library
             q -c "CHECKPOINT" -c "SELECT add(8651, 9400)" -c "DELETE FROM t WHERE id % 89 = 0" >/dev/null
             q <<<"$BRUTE $ROWS" >"$DIR/before.txt"
-            # SIGKILL to the postmaster and all its children at once, then wait for it to go
-            postmaster=$(head -1 "$data/postmaster.pid")
-            children=$(ps -o pid= --ppid "$postmaster" | tr '\n' ' ' || true)
-            # shellcheck disable=SC2086
-            kill -9 "$postmaster" $children 2>/dev/null || true
-            for _ in $(seq 100); do
-                kill -0 "$postmaster" 2>/dev/null || break
-                sleep 0.1
-            done
+            cluster_crash "$data"
         else
             stop
         fi
