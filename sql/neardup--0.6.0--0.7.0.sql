@@ -2,10 +2,10 @@
 -- Afterwards the extension's objects must equal those of a fresh CREATE EXTENSION neardup
 -- (tests/integration/check_upgrade.sh compares the two catalogs).
 --
--- 0.7.0 adds PDQ hashes computed from image bytes (pdq, pdq_quality, pdq_dihedral) and
--- hamming_pairs_distributed (all pairs of a Citus distributed table, on its workers); and
--- hamming_within on wide codes gives NULL for a NULL distance, as the 64-bit one does
--- (0.6.0's greatest(k, 0) made it false).
+-- 0.7.0 adds PDQ hashes computed from image bytes (pdq, pdq_quality, pdq_with_quality,
+-- pdq_dihedral) and hamming_pairs_distributed (all pairs of a Citus distributed table, on
+-- its workers); and hamming_within on wide codes gives NULL for a NULL distance, as the
+-- 64-bit one does (0.6.0's greatest(k, 0) made it false).
 
 -- PDQ hashes of image bytes (src/images/mod.rs)
 CREATE  FUNCTION "pdq"(
@@ -20,6 +20,15 @@ CREATE  FUNCTION "pdq_quality"(
 IMMUTABLE STRICT PARALLEL SAFE 
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'pdq_quality_wrapper';
+CREATE  FUNCTION "pdq_with_quality"(
+	"image" bytea /* &[u8] */
+) RETURNS TABLE (
+	"hash" hash256,  /* Hash256 */
+	"quality" INT  /* i32 */
+)
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'pdq_with_quality_wrapper';
 CREATE  FUNCTION "pdq_dihedral"(
 	"image" bytea /* &[u8] */
 ) RETURNS hash256[] /* Vec < Hash256 > */

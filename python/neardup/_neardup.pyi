@@ -172,6 +172,10 @@ def pdq(image: bytes, max_pixels: int = 25_000_000) -> bytes:
 def pdq_quality(image: bytes, max_pixels: int = 25_000_000) -> int:
     """SQL ``pdq_quality``: PDQ's quality of the image, 0 to 100 (0 under 5 x 5 pixels)."""
 
+def pdq_with_quality(image: bytes, max_pixels: int = 25_000_000) -> tuple[bytes, int]:
+    """SQL ``pdq_with_quality``: the hash and the quality from one decode, as the reference's
+    ``compute`` returns them; ValueError under 5 x 5 pixels, as ``pdq``."""
+
 def pdq_dihedral(image: bytes, max_pixels: int = 25_000_000) -> list[bytes]:
     """SQL ``pdq_dihedral``: the hashes of the image and its 7 rotations and mirrors, in the
     reference's order."""

@@ -1,4 +1,4 @@
-//! PDQ image hashes (SQL `pdq`, `pdq_quality`, `pdq_dihedral`): the same decoders and
+//! PDQ image hashes (SQL `pdq`, `pdq_quality`, `pdq_with_quality`, `pdq_dihedral`): the same decoders and
 //! algorithm as the server, through the core; the pixel limit is the server's default of
 //! `neardup.pdq_max_pixels`, a parameter here. Hashes are the 32 bytes of `hash256`'s
 //! binary form. Decoding and hashing run without the GIL.
@@ -38,8 +38,13 @@ fn dct(py: Python<'_>, image: &[u8], max_pixels: u64) -> PyResult<Transformed> {
 
 /// The coefficients of an image PDQ hashes, or ValueError for a smaller one.
 fn hashable(py: Python<'_>, image: &[u8], max_pixels: u64) -> PyResult<Box<Dct16>> {
+    Ok(transformed(py, image, max_pixels)?.0)
+}
+
+/// The coefficients and quality of an image PDQ hashes, or ValueError for a smaller one.
+fn transformed(py: Python<'_>, image: &[u8], max_pixels: u64) -> PyResult<(Box<Dct16>, i32)> {
     match dct(py, image, max_pixels)? {
-        (_, _, Some((coefficients, _))) => Ok(coefficients),
+        (_, _, Some(found)) => Ok(found),
         (cols, rows, None) => Err(PyValueError::new_err(format!(
             "image too small for PDQ: {cols} x {rows} pixels (PDQ hashes images of at least {MIN_DIMENSION} x {MIN_DIMENSION})"
         ))),
@@ -64,6 +69,20 @@ pub fn pdq_quality(py: Python<'_>, image: &[u8], max_pixels: u64) -> PyResult<i3
     Ok(dct(py, image, max_pixels)?
         .2
         .map_or(0, |(_, quality)| quality))
+}
+
+/// The hash and the quality from one decode (SQL `pdq_with_quality`; the reference's
+/// `compute`): ValueError under 5 pixels, as `pdq`.
+#[pyfunction]
+#[pyo3(signature = (image, max_pixels=MAX_PIXELS))]
+pub fn pdq_with_quality<'py>(
+    py: Python<'py>,
+    image: &[u8],
+    max_pixels: u64,
+) -> PyResult<(Bound<'py, PyBytes>, i32)> {
+    let (coefficients, quality) = transformed(py, image, max_pixels)?;
+    let hash = PyBytes::new(py, &algorithm::bits(&coefficients).to_be_bytes());
+    Ok((hash, quality))
 }
 
 /// The hashes of the image and its 7 rotations and mirrors in the reference's order (SQL

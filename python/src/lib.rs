@@ -155,6 +155,7 @@ fn _neardup(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bloom::chunks, m)?)?;
     m.add_function(wrap_pyfunction!(images::pdq, m)?)?;
     m.add_function(wrap_pyfunction!(images::pdq_quality, m)?)?;
+    m.add_function(wrap_pyfunction!(images::pdq_with_quality, m)?)?;
     m.add_function(wrap_pyfunction!(images::pdq_dihedral, m)?)?;
     m.add_class::<shingling::Sketch>()?;
     m.add_class::<shingling::Supershingles>()?;

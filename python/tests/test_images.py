@@ -17,11 +17,14 @@ HASHED = ["animated.gif", "flat.png", "gray.png", "pattern.bmp", "pattern.gif", 
 @pytest.mark.parametrize("name", HASHED)
 def test_pdq_equals_the_server(conn, name):
     data = (IMAGES / name).read_bytes()
-    digest, quality, dihedral = conn.execute(
-        "SELECT pdq(%s)::bytea, pdq_quality(%s), pdq_dihedral(%s)::bytea[]", (data, data, data)
+    digest, quality, dihedral, both_hash, both_quality = conn.execute(
+        "SELECT pdq(%s)::bytea, pdq_quality(%s), pdq_dihedral(%s)::bytea[], p.hash::bytea, p.quality"
+        " FROM pdq_with_quality(%s) p", (data, data, data, data)
     ).fetchone()
     assert neardup.pdq(data) == digest
     assert neardup.pdq_quality(data) == quality
+    assert neardup.pdq_with_quality(data) == (digest, quality)
+    assert (both_hash, both_quality) == (digest, quality)
     assert neardup.pdq_dihedral(data) == dihedral
     assert len(digest) == 32 and digest != bytes(32)
 
@@ -34,6 +37,9 @@ def test_pdq_refuses_what_the_server_refuses(conn, data):
     with pytest.raises(ValueError) as here:
         neardup.pdq(data)
     assert str(here.value) == server.value.diag.message_primary
+    with pytest.raises(ValueError) as both:
+        neardup.pdq_with_quality(data)
+    assert str(both.value) == str(here.value)
     assert neardup.pdq_quality(IMAGES.joinpath("tiny1.png").read_bytes()) == 0
 
 

@@ -1,4 +1,5 @@
-//! Image signatures computed in SQL: `pdq(bytea) → hash256`, `pdq_quality(bytea) → int` and
+//! Image signatures computed in SQL: `pdq(bytea) → hash256`, `pdq_quality(bytea) → int`,
+//! both from one decode by `pdq_with_quality(bytea) → (hash, quality)`, and
 //! `pdq_dihedral(bytea) → hash256[]`, Meta's PDQ hash of the image the bytes encode, equal to
 //! the reference's (`neardup_core::images`: the decoders, the pixels they give for alpha,
 //! 16-bit and animated images, and the algorithm).
@@ -80,6 +81,17 @@ fn pdq(image: &[u8]) -> Hash256 {
 fn pdq_quality(image: &[u8]) -> i32 {
     let mut luma = luma(image);
     pdq::dct(&mut luma).map_or(0, |(_, quality)| quality)
+}
+
+/// The hash and the quality together, as the reference's `compute` returns them: one row,
+/// from one decode (`pdq` and `pdq_quality` called side by side decode the image twice). An
+/// image under 5 pixels in either dimension is an ERROR, as for `pdq`.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn pdq_with_quality(
+    image: &[u8],
+) -> TableIterator<'static, (name!(hash, Hash256), name!(quality, i32))> {
+    let (coefficients, quality) = dct(image);
+    TableIterator::once((Hash256(pdq::bits(&coefficients)), quality))
 }
 
 /// The hashes of the image and its 7 rotations and mirrors, from one transform, in the

@@ -119,9 +119,35 @@ fn pdq_quality_is_the_references() {
 }
 
 #[pg_test]
+fn pdq_with_quality_is_one_row_of_pdq_and_pdq_quality() {
+    load_images();
+    assert_eq!(
+        text(&of("pdq_with_quality", "pattern.png", "text")),
+        format!("({PATTERN},100)")
+    );
+    // every image that has a hash: the same hash and quality as the two functions give
+    let hashed = "name LIKE 'pattern%' OR name IN ('gray.png', 'rgba.png', 'rgb16.png', \
+                  'animated.gif', 'tiny5.png', 'flat.png')";
+    assert_eq!(int(&format!("SELECT count(*) FROM img WHERE {hashed}")), 12);
+    assert_eq!(
+        int(&format!(
+            "SELECT count(*) FROM img, pdq_with_quality(data) p \
+             WHERE ({hashed}) AND p.hash = pdq(data) AND p.quality = pdq_quality(data)"
+        )),
+        12
+    );
+    // one row each, and none for NULL (strict)
+    assert_eq!(
+        int(&format!("SELECT count(*) FROM img, pdq_with_quality(data) WHERE {hashed}")),
+        12
+    );
+    assert_eq!(int("SELECT count(*) FROM pdq_with_quality(NULL)"), 0);
+}
+
+#[pg_test]
 fn pdq_refuses_bad_images_with_sqlstates() {
     load_images();
-    for function in ["pdq", "pdq_quality", "pdq_dihedral"] {
+    for function in ["pdq", "pdq_quality", "pdq_with_quality", "pdq_dihedral"] {
         for (name, state) in [
             ("text", "22P03"),
             ("empty", "22P03"),
@@ -142,7 +168,7 @@ fn pdq_refuses_bad_images_with_sqlstates() {
         Some("54000 image too large: 100000 x 100000 = 10000000000 pixels, more than neardup.pdq_max_pixels (25000000)")
     );
     // no hash for an image under 5 x 5 (the reference's would be all zeros)
-    for function in ["pdq", "pdq_dihedral"] {
+    for function in ["pdq", "pdq_with_quality", "pdq_dihedral"] {
         assert_eq!(
             error_of(&of(function, "tiny1.png", "text")).as_deref(),
             Some("22023 image too small for PDQ: 1 x 1 pixels (PDQ hashes images of at least 5 x 5)")
