@@ -23,6 +23,10 @@
 # Usage: bench/ingest_batched.sh        ROWS=10000000 bench/ingest_batched.sh
 #        WORKERS=0 bench/ingest_batched.sh    SKIP_INSTALL=1 bench/ingest_batched.sh
 #        CODE=hash256 bench/ingest_batched.sh
+# PLOT_DIR=docs/plots PLOT_PYTHON=VENV/bin/python: (1)'s throughput over the load, both
+# tables, each step's statements in tenths by completion time (rows/s of a tenth against the
+# rows in the table when it ended), each table's worst statement marked, as
+# docs/plots/ingest_throughput.csv and .svg (bench/lib.sh, plot_row).
 source "$(dirname "$0")/lib.sh"
 DIR=/tmp/neardup-bench-batched
 ROWS=${ROWS:-1000000}
@@ -138,6 +142,54 @@ for t in h b; do
 done
 h_rate=$((ROWS * 1000 / h_ms)) b_rate=$((ROWS * 1000 / b_ms))
 echo "   hamming_index_check: $checked entries, as many as rows"
+
+# throughput_slices: CSV rows `rows,h rows/s,b rows/s` (one table's cell empty) from the
+# pgbench logs (latency in µs, completion time in epoch seconds and µs), then a line
+# `mark ROWS:LABEL` for each table's worst statement.
+throughput_slices() {
+    python3 - "$WORK" "$CHECKPOINTS" "$PER_STATEMENT" <<'PY'
+import glob
+import sys
+
+work, steps, per = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+for col, (table, name) in enumerate((("h", "hamming index"), ("b", "btree"))):
+    rows, worst = 0, (0, 0)
+    for step in range(1, steps + 1):
+        done = []  # (completion time in s, latency in us)
+        for log in glob.glob(f"{work}/batch_{table}_{step}.*"):
+            for line in open(log):
+                f = line.split()
+                done.append((int(f[4]) + int(f[5]) / 1e6, int(f[2])))
+        done.sort()
+        previous = done[0][0] - done[0][1] / 1e6  # the first statement's start
+        for tenth in range(10):
+            part = done[tenth * len(done) // 10:(tenth + 1) * len(done) // 10]
+            for end, latency in part:
+                rows += per
+                worst = max(worst, (latency, rows))
+            if part:
+                cells = ["", ""]
+                cells[col] = f"{len(part) * per / max(part[-1][0] - previous, 1e-6):.0f}"
+                print(f"{rows},{cells[0]},{cells[1]}")
+                previous = part[-1][0]
+    print(f"mark {worst[1]}:{name}'s worst statement, {worst[0] / 1000:.0f} ms")
+PY
+}
+if [[ -n ${PLOT_DIR:-} ]]; then
+    plot_reset ingest_throughput
+    marks=()
+    while IFS= read -r line; do
+        if [[ $line == mark\ * ]]; then
+            marks+=(--mark "${line#mark }")
+        else
+            plot_row ingest_throughput "rows in the table,hamming index (rows/s),btree on fp::bigint (rows/s)" "$line"
+        fi
+    done < <(throughput_slices)
+    plot_draw ingest_throughput "${marks[@]}" \
+        --title "$PER_STATEMENT-row INSERTs from $CLIENTS clients, merge_workers = $WORKERS: rows/s over the load" \
+        --xlabel "rows in the table" --ylabel "rows/s (a tenth of a step's statements)" \
+        --command "PLOT_DIR=docs/plots ROWS=$ROWS bench/ingest_batched.sh"
+fi
 
 echo "== (2) single-row commits, 4 clients, $SINGLE_SECONDS s each"
 for t in h b; do

@@ -111,6 +111,10 @@ plot_row() {
     [[ -s $csv && $(sed -n 1p "$csv") == "$2" ]] || echo "$2" >"$csv"
     echo "$3" >>"$csv"
 }
+# plot_reset NAME: forget NAME's data, for a bench whose one run gives the whole plot.
+plot_reset() {
+    [[ -z ${PLOT_DIR:-} ]] || rm -f "$PLOT_DIR/$1.csv"
+}
 # plot_draw NAME ARGS...: bench/plot.py's options (--title, --xlabel, --ylabel, --command, ...).
 plot_draw() {
     [[ -n ${PLOT_DIR:-} && -n ${PLOT_PYTHON:-} ]] || return 0

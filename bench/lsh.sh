@@ -26,12 +26,15 @@
 # without the index, the two SQL paths disagreeing) exit 1; missed goals are printed.
 # Usage: flock /tmp/neardup-pg.lock bench/lsh.sh      (SKIP_INSTALL=1: the installed build)
 #        ROUNDS=3 PYVENV=/tmp/pyvenv OUT=/tmp/neardup-bench-lsh-out bench/lsh.sh
+#        THRESHOLDS="0.5 0.6 0.7 0.8 0.9 0.95" bench/lsh.sh    (the thresholds of (a))
+# PLOT_DIR=docs/plots PLOT_PYTHON=VENV/bin/python: (a)'s recall and precision against the
+# threshold, both methods, as docs/plots/lsh_recall.csv and .svg (bench/lib.sh, plot_row).
 source "$(dirname "$0")/lib.sh"
 DIR=/tmp/neardup-bench-lsh
 OUT=${OUT:-/tmp/neardup-bench-lsh-out}
 ROUNDS=${ROUNDS:-3}
 PYVENV=${PYVENV:-/tmp/pyvenv}
-THRESHOLDS=(0.5 0.7 0.8 0.9)
+read -ra THRESHOLDS <<<"${THRESHOLDS:-0.5 0.7 0.8 0.9}"
 NUM_HASHES=128
 T0=$SECONDS
 trap 'cluster_stop "$DIR"' EXIT
@@ -79,6 +82,7 @@ grep -v '^figure' <<<"$py" | sed 's/^/   /'
 fig() { awk -v n="$1" '$1 == "figure" && $2 == n { print $3 }' <<<"$py"; }
 
 recall_goal=met
+plot_reset lsh_recall
 for t in "${THRESHOLDS[@]}"; do
     ours="minhash_pairs ${BANDS[$t]}"
     ds="datasketch LSH $(fig "ds_bands_$t"), unverified"
@@ -98,7 +102,12 @@ for t in "${THRESHOLDS[@]}"; do
         fail "minhash_pairs at $t: $(fig "ours_duplicates_$t") repeated pairs, $(fig "ours_not_ordered_$t") with a >= b"
     awk -v o="$(fig "ours_recall_$t")" -v d="$(fig "ds_recall_$t")" 'BEGIN { exit !(o >= d) }' ||
         recall_goal="MISSED at t = $t ($(fig "ours_recall_$t") < $(fig "ds_recall_$t")); $recall_goal"
+    plot_row lsh_recall "threshold,minhash_pairs recall,datasketch LSH recall (unverified),minhash_pairs precision,datasketch LSH precision (unverified),ceiling: true pairs whose estimate reaches t" \
+        "$t,$(fig "ours_recall_$t"),$(fig "ds_recall_$t"),$(fig "ours_precision_$t"),$(fig "ds_precision_$t"),${CEILING[$t]}"
 done
+plot_draw lsh_recall --title "MinHash LSH, $(q -c "SELECT count(*) FROM s") Debian texts, $NUM_HASHES hashes: the pairs with Jaccard >= t" \
+    --xlabel "Jaccard threshold t" --ylabel "recall / precision of the pairs with J >= t" \
+    --command "PLOT_DIR=docs/plots THRESHOLDS=\"${THRESHOLDS[*]}\" bench/lsh.sh"
 
 echo "== (b) dedup of the whole table at 0.8 from text, end to end, serial"
 N=$(q -c "SELECT count(*) FROM docs")

@@ -7,7 +7,9 @@ name and sha256 in its metadata (<!-- neardup-data: NAME sha256:HEX -->), which
 scripts/check_plots.py recomputes: a plot whose data changed without being redrawn fails.
 Needs matplotlib (the bench virtualenv: `pip install matplotlib`).
 Usage: bench/plot.py DATA.csv OUT.svg --title T --xlabel X --ylabel Y --command CMD
-                     [--logx] [--logy] [--mark X:LABEL]...
+                     [--logx] [--logy] [--mark X:LABEL]... [--label-with SERIES:COLUMN:FORMAT]...
+A --label-with column is not drawn: each point of SERIES is labelled with its row's value
+of COLUMN through FORMAT (a Python format string, e.g. "recall {:.0f} %").
 """
 import argparse
 import csv
@@ -45,17 +47,31 @@ def main():
     p.add_argument("--logx", action="store_true")
     p.add_argument("--logy", action="store_true")
     p.add_argument("--mark", action="append", default=[], help="X:LABEL, a vertical marker")
+    p.add_argument("--label-with", action="append", default=[], help="SERIES:COLUMN:FORMAT")
     a = p.parse_args()
 
     data = pathlib.Path(a.data)
     raw = data.read_bytes()
     rows = list(csv.reader(raw.decode().splitlines()))
     header, body = rows[0], rows[1:]
+    labels = {}  # series -> (column, format)
+    for spec in a.label_with:
+        series, column, form = spec.split(":", 2)
+        labels[series] = (header.index(column), form)
+    hidden = {column for column, _ in labels.values()}
     fig, ax = plt.subplots(figsize=(8, 5))
     for col, name in enumerate(header[1:], start=1):
-        pts = [(float(r[0]), float(r[col])) for r in body if len(r) > col and r[col] != ""]
+        if col in hidden:
+            continue
+        rows = [r for r in body if len(r) > col and r[col] != ""]
+        pts = [(float(r[0]), float(r[col])) for r in rows]
         if pts:
             ax.plot(*zip(*pts), marker="o", label=name)
+        if name in labels:
+            column, form = labels[name]
+            for r, pt in zip(rows, pts):
+                ax.annotate(form.format(float(r[column])), pt, textcoords="offset points",
+                            xytext=(4, 4), fontsize=8)
     for mark in a.mark:
         x, _, label = mark.partition(":")
         ax.axvline(float(x), color="grey", linestyle="--")

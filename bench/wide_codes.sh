@@ -22,6 +22,9 @@
 # Usage (as root): N=100000 R=31 M=16 BATCH=1000 bench/wide_codes.sh   (SKIP_INSTALL=1 to keep the installed
 # build; REUSE=1 to keep the codes of a run of the same N; PYVENV names a virtualenv with
 # faiss-cpu, pdqhash and scikit-image, made once)
+# PLOT_DIR=docs/plots PLOT_PYTHON=VENV/bin/python: adds this N to (b)'s lookup times,
+# docs/plots/wide_lookup_pdq.csv and wide_lookup_uniform.csv, and redraws their SVGs (one run
+# per N; bench/lib.sh, plot_row).
 source "$(dirname "$0")/lib.sh"
 DIR=/tmp/neardup-bench-wide
 OUT=${OUT:-/tmp/neardup-bench-wide-out}
@@ -103,6 +106,12 @@ for set in pdq uniform; do
     result "$set: hamming index" "$ball_ms" ms "sequential scan" "$scan_ms"
     result "$set: hamming index" "$ball_ms" ms "FAISS IndexBinaryMultiHash" "$multi_ms"
     result "$set: hamming index" "$ball_ms" ms "FAISS MultiHash exact (nflip 1)" "$exact_ms"
+    plot_row "wide_lookup_$set" "codes,hamming index (exact),sequential scan (exact),FAISS IndexBinaryFlat (exact),FAISS MultiHash nflip 0 (approximate),FAISS MultiHash nflip 1 (exact)" \
+        "$N,$ball_ms,$scan_ms,$flat_ms,$multi_ms,$exact_ms"
+    plot_draw "wide_lookup_$set" --logx --logy \
+        --title "One lookup within $R bits among $set codes (hash256): ms, median (FAISS: of $PROBES queries, one thread)" \
+        --xlabel "codes" --ylabel "ms per lookup" \
+        --command "PLOT_DIR=docs/plots N=<codes> bench/wide_codes.sh"
     # the 10 nearest codes: the index's passes widening from R, against a scan and a sort
     knn="SELECT code <~> '$probe'::hash256 FROM $set ORDER BY code <~> '$probe'::hash256 LIMIT 10"
     sorted="SELECT d FROM (SELECT code <~> '$probe'::hash256 AS d FROM $set OFFSET 0) s ORDER BY d LIMIT 10"
