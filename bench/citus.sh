@@ -19,6 +19,9 @@
 #   (d) clusters: neardup_clusters on docs against docs_ref (must be equal);
 #   (e) ingestion: INSERT ... SELECT simhash(body) of PAGES (100 k) texts of 200 words,
 #       co-located distributed tables (pushed down to the workers) against one server.
+#   (f) MinHash LSH pairs at Jaccard 0.8 of the PAGES texts and a near copy of every fifth:
+#       minhash_pairs_distributed against minhash_pairs on one server and on the distributed
+#       table (rows through the coordinator); the pairs must be equal.
 # Timings are medians of REPS runs of the server's execution time (EXPLAIN ANALYZE on the
 # coordinator), jit off. Usage: bench/citus.sh [ROWS=1000000] [NEW=10000] [PAGES=100000]
 #   [REPS=3] [SECS=5] [SHARD_COUNT=32] [SKIP_INSTALL=1]
@@ -161,3 +164,25 @@ ingest() { # TABLE SOURCE: median wall ms of TRUNCATE-free inserts
 i_dist=$(ingest sig pages) i_one=$(ingest sig_ref pages_ref)
 echo "(e) INSERT ... SELECT simhash(body) of $PAGES texts of 200 words into an indexed table: Citus $i_dist ms" \
     "($((PAGES * 1000 / i_dist)) rows/s), one server $i_one ms ($((PAGES * 1000 / i_one)) rows/s)"
+
+# --- (f) MinHash LSH pairs at Jaccard 0.8: the PAGES texts and a copy of every fifth with
+# its last two words changed (the pairs), sketched (84 minvalues, 8-word shingles)
+q >/dev/null <<SQL
+CREATE TABLE sk_ref (id bigint PRIMARY KEY, mh minhash_sketch);
+INSERT INTO sk_ref SELECT id, minhash(body) FROM pages_ref;
+INSERT INTO sk_ref SELECT 10000000 + id, minhash(regexp_replace(body, ' w[0-9]+ w[0-9]+$', ' x y')) FROM pages_ref WHERE id % 5 = 0;
+CREATE TABLE sk (id bigint PRIMARY KEY, mh minhash_sketch);
+SELECT create_distributed_table('sk', 'id');
+INSERT INTO sk SELECT * FROM sk_ref;
+VACUUM ANALYZE sk_ref;
+VACUUM ANALYZE sk;
+SQL
+lsh_pairs() { echo "SELECT md5(string_agg(a || ':' || b || ':' || jaccard, ',' ORDER BY a, b)) || ' ' || count(*) FROM $1"; }
+want=$(q -c "$(lsh_pairs "minhash_pairs('sk_ref', 'id', 'mh', 0.8)")")
+[[ $(q -c "$(lsh_pairs "minhash_pairs_distributed('sk', 'id', 'mh', 0.8)")") == "$want" ]] ||
+    { echo "(f) minhash_pairs_distributed differs from minhash_pairs" >&2; exit 1; }
+m_fn=$(median_ms "$REPS" "SELECT count(*) FROM minhash_pairs_distributed('sk', 'id', 'mh', 0.8)")
+m_one=$(median_ms "$REPS" "SELECT count(*) FROM minhash_pairs('sk_ref', 'id', 'mh', 0.8)")
+m_pull=$(median_ms "$REPS" "SELECT count(*) FROM minhash_pairs('sk', 'id', 'mh', 0.8)")
+echo "(f) MinHash LSH pairs at 0.8 of $(q -c "SELECT count(*) FROM sk_ref") sketches (${want#* }, equal): minhash_pairs_distributed $m_fn ms," \
+    "minhash_pairs one server $m_one ms (ratio $(awk "BEGIN {printf \"%.2f\", $m_fn / $m_one}")); minhash_pairs on the distributed table $m_pull ms"

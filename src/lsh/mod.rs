@@ -9,7 +9,9 @@ pub(crate) mod pairs;
 use crate::shingling::{Minhash, Supershingles};
 use crate::support::errors;
 use crate::support::stored_type::{rest_of_message, stored_type, StoredBytes};
-use neardup_core::search::lsh::{params_for_threshold, share_a_band, Banding, VERIFIED_WEIGHTS};
+use neardup_core::search::lsh::{
+    first_shared_key, params_for_threshold, share_a_band, Banding, VERIFIED_WEIGHTS,
+};
 use neardup_core::search::lsh_encoding::BandKeys;
 use pgrx::prelude::*;
 use pgrx::Internal;
@@ -131,6 +133,36 @@ fn lsh_bands_for_threshold(sketch: Minhash, threshold: f64) -> LshBands {
 fn lsh_bands_of_supershingles(vector: Supershingles) -> LshBands {
     LshBands(BandKeys::of_supershingles(&vector.0))
 }
+
+/// The band keys as `bigint[]`, band 0 first (a key's top bits are its band, so keys of
+/// different bands never collide): the rows of a band key table, such as one distributed by
+/// key on Citus (`minhash_pairs_distributed`).
+#[pg_extern(immutable, strict, parallel_safe, requires = ["lsh_shell"])]
+fn lsh_band_keys(bands: LshBands) -> Vec<i64> {
+    // the key's 64 bits as PostgreSQL's bigint, as the text form's hex digits read back
+    bands.0.keys().iter().map(|&key| key as i64).collect()
+}
+
+/// The key of the lowest band two sets of band keys share, NULL if they share none: a self-
+/// join of band keys keeps a pair only at this key, so that a pair sharing several bands is
+/// reported once.
+#[pg_extern(immutable, strict, parallel_safe, requires = ["lsh_shell"])]
+fn lsh_first_shared_key(a: LshBands, b: LshBands) -> Option<i64> {
+    first_shared_key(a.0.keys(), b.0.keys()).map(|key| key as i64)
+}
+
+pgrx::extension_sql_file!(
+    "../../sql/minhash_pairs_distributed.sql",
+    name = "minhash_pairs_distributed",
+    requires = [
+        "lsh_types",
+        pairs::minhash_pairs,
+        lsh_bands_for_threshold,
+        lsh_bands_of_sketch,
+        lsh_band_keys,
+        lsh_first_shared_key,
+    ]
+);
 
 /// `a && b`: the sketches share at least one band.
 #[pg_extern(immutable, strict, parallel_safe, requires = ["lsh_shell"])]

@@ -65,7 +65,7 @@ pub(crate) fn read_sketches(
             )
             .on_citus(
                 tbl,
-                "The rows of a Citus table are read through the coordinator. Pair them on the workers: the LSH band keys in a table distributed by key, joined with itself on the key, each pair verified with jaccard().",
+                "The rows of a Citus table are read through the coordinator. minhash_pairs_distributed(tbl, key_column, sketch_column, threshold) pairs them on the workers.",
             ));
             sketch.clone()
         });

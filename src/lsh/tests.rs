@@ -125,6 +125,56 @@ fn minhash_pairs_are_the_verified_candidates_each_once() {
 }
 
 #[pg_test]
+fn band_keys_as_bigint_and_the_first_shared_key() {
+    create_lsh_docs();
+    // the keys are the text form's, band 0 first, as bigint (their 64 bits)
+    assert_eq!(
+        int("SELECT count(*) FROM lsh_docs WHERE lsh_band_keys(lsh_bands(mh, 9, 13))
+             IS DISTINCT FROM (SELECT array_agg(('x' || k)::bit(64)::bigint ORDER BY n)
+                               FROM unnest((string_to_array(lsh_bands(mh, 9, 13)::text, ':'))[2:]) WITH ORDINALITY u(k, n))"),
+        0
+    );
+    assert_eq!(int("SELECT cardinality(lsh_band_keys(lsh_bands(mh, 9, 13))) FROM lsh_docs WHERE id = 1"), 9);
+    // the first shared key: NULL exactly when the bands share none, else the key of the
+    // lowest band both have, which each has at that position
+    assert_eq!(
+        int("WITH b AS (SELECT id, lsh_bands(mh, 9, 13) AS bands, lsh_band_keys(lsh_bands(mh, 9, 13)) AS keys FROM lsh_docs)
+             SELECT count(*) FROM b x JOIN b y ON x.id < y.id
+             WHERE (lsh_first_shared_key(x.bands, y.bands) IS NOT NULL) <> (x.bands && y.bands)
+                OR lsh_first_shared_key(x.bands, y.bands) IS DISTINCT FROM
+                   (SELECT x.keys[i] FROM generate_series(1, 9) i WHERE x.keys[i] = y.keys[i] ORDER BY i LIMIT 1)"),
+        0
+    );
+    assert!(int("SELECT count(*) FROM lsh_docs x JOIN lsh_docs y ON x.id < y.id
+                 WHERE lsh_first_shared_key(lsh_bands(x.mh, 9, 13), lsh_bands(y.mh, 9, 13)) IS NOT NULL") > 100);
+    assert!(is_null("SELECT lsh_band_keys(NULL)"));
+    assert!(is_null("SELECT lsh_first_shared_key(NULL, lsh_bands(minhash('x'), 1, 1))"));
+}
+
+/// Without Citus (no pg_dist_partition), minhash_pairs_distributed is minhash_pairs: the
+/// same rows at a threshold and with a banding, nothing for NULL arguments, its errors.
+#[pg_test]
+fn minhash_pairs_distributed_is_minhash_pairs_off_citus() {
+    create_lsh_docs();
+    for args in ["0.5", "0.8, 9, 13"] {
+        assert_eq!(
+            text(&format!("SELECT count(*) || ':' || md5(string_agg(a || ':' || b || ':' || jaccard, ',' ORDER BY a, b))
+                           FROM minhash_pairs_distributed('lsh_docs', 'id', 'mh', {args})")),
+            text(&format!("SELECT count(*) || ':' || md5(string_agg(a || ':' || b || ':' || jaccard, ',' ORDER BY a, b))
+                           FROM minhash_pairs('lsh_docs', 'id', 'mh', {args})")),
+            "{args}"
+        );
+    }
+    assert!(int("SELECT count(*) FROM minhash_pairs_distributed('lsh_docs', 'id', 'mh', 0.5)") > 100);
+    assert_eq!(int("SELECT count(*) FROM minhash_pairs_distributed(NULL, 'id', 'mh', 0.8)"), 0);
+    assert_eq!(int("SELECT count(*) FROM minhash_pairs_distributed('lsh_docs', 'id', 'mh', NULL)"), 0);
+    assert_eq!(
+        sqlstate("SELECT * FROM minhash_pairs_distributed('lsh_docs', 'id', 'mh', 1.5)").as_deref(),
+        Some("22023")
+    );
+}
+
+#[pg_test]
 fn minhash_pairs_errors_and_limits() {
     create_lsh_docs();
     Spi::run(

@@ -278,10 +278,10 @@ fn functions_are_strict_immutable_and_parallel_safe() {
          FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
          JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'neardup'
          WHERE p.pronamespace <> 'tests'::regnamespace
-           -- These read or write tables (or build an index AM; hamming_pairs_distributed
-           -- creates and drops one), or read a setting (b_similar, the % operator, like
+           -- These read or write tables (or build an index AM; the *_pairs_distributed
+           -- functions create and drop one), or read a setting (b_similar, the % operator, like
            -- pg_trgm's), so they are rightly not immutable.
-           AND p.proname NOT IN ('hamming_pairs', 'hamming_pairs_distributed', 'minhash_pairs',
+           AND p.proname NOT IN ('hamming_pairs', 'hamming_pairs_distributed', 'minhash_pairs', 'minhash_pairs_distributed',
                                  'hamming_index_check', 'hamming_amhandler',
                                  'neardup_components', 'neardup_clusters', 'neardup_track_clusters',
                                  'neardup_cluster_tracking', 'neardup_cluster_tracking_install', 'b_similar')

@@ -401,9 +401,9 @@ err=$(q -c "SELECT neardup_cluster_tracking('docs', 'docs_tracked', 'id', 'fp', 
 echo "check_citus: (g) neardup_cluster_tracking on a distributed table: $(sed -n 1p <<<"$err")"
 echo "check_citus: (g) ${want#*|} pairs within 3 bits: the key self-join ($blocks blocks, fp_keys filled in $fill s by repartitioning, joined in $took_keys s as $shards co-located tasks) equals hamming_pairs on the reference; its components and neardup_clusters('docs', ...) equal one server's ($((SECONDS - T0)) s). A task:"
 sed -n '/Task$/,$p' <<<"$plan" | sed 's/^/    /' | sed -n 1,12p
-# --- (h) MinHash LSH: band keys in a table distributed by key, a co-located self-join
-# verified by jaccard, equal to minhash_pairs on one server. The keys are read from the
-# text form of lsh_bands (b<bands>r<rows>:<16 hex digits>:...): no function returns them.
+# --- (h) MinHash LSH: band keys (lsh_band_keys) in a table distributed by key, a co-located
+# self-join verified by jaccard, equal to minhash_pairs on one server; and
+# minhash_pairs_distributed, the same in one call, reporting each pair once.
 q >/dev/null <<'SQL'
 SELECT setseed(0.3);
 CREATE TABLE texts_ref (id bigint PRIMARY KEY, body text);
@@ -415,15 +415,15 @@ CREATE TABLE sketches_ref AS SELECT id, minhash(body) AS mh FROM texts_ref;
 CREATE TABLE sketches (id bigint PRIMARY KEY, mh minhash_sketch);
 SELECT create_distributed_table('sketches', 'id');
 INSERT INTO sketches SELECT * FROM sketches_ref;
-CREATE FUNCTION band_keys(b lsh_bands) RETURNS bigint[] IMMUTABLE PARALLEL SAFE LANGUAGE sql
-    AS $$ SELECT array_agg(('x' || k)::bit(64)::bigint) FROM unnest((string_to_array(b::text, ':'))[2:]) k $$;
 CREATE TABLE band_keys (key bigint, id bigint, mh minhash_sketch);
 SELECT create_distributed_table('band_keys', 'key');
-INSERT INTO band_keys SELECT k, id, mh FROM sketches, unnest(band_keys(lsh_bands(mh, 0.8))) k;
+INSERT INTO band_keys SELECT k, id, mh FROM sketches, unnest(lsh_band_keys(lsh_bands(mh, 0.8))) k;
 ANALYZE band_keys;
 SQL
-[[ $(q -c "SELECT string_agg(result, ',') FROM run_command_on_workers(\$\$SELECT count(*) FROM pg_proc WHERE proname = 'band_keys'\$\$)") == 1,1 ]] ||
-    fail "(h) CREATE FUNCTION band_keys did not reach the workers"
+# the keys are the text form's hex digits (b<bands>r<rows>:<16 hex digits>:...) as bigint
+[[ $(q -c "SELECT count(*) FROM sketches_ref WHERE lsh_band_keys(lsh_bands(mh, 0.8))
+    IS DISTINCT FROM (SELECT array_agg(('x' || k)::bit(64)::bigint) FROM unnest((string_to_array(lsh_bands(mh, 0.8)::text, ':'))[2:]) k)") == 0 ]] ||
+    fail "(h) lsh_band_keys differs from lsh_bands' text form"
 lsh_sql="SELECT DISTINCT a.id AS a, b.id AS b FROM band_keys a JOIN band_keys b ON a.key = b.key WHERE a.id < b.id AND jaccard(a.mh, b.mh) >= 0.8"
 plan=$(q -c "EXPLAIN (COSTS OFF) $lsh_sql")
 grep -q "Task Count: $shards" <<<"$plan" && ! grep -q "Distributed Subplan\|MapMergeJob\|repartition" <<<"$plan" || fail "(h) the band key self-join is not pushed down: $plan"
@@ -433,8 +433,29 @@ want=$(q -c "SELECT md5(string_agg(a || ':' || b, ',' ORDER BY a, b)), count(*) 
 ((${want#*|} > 500)) || fail "(h) only ${want#*|} LSH pairs"
 status=0
 err=$(q -c "SET maintenance_work_mem = '1MB'" -c "SELECT count(*) FROM minhash_pairs('sketches', 'id', 'mh', 0.8)" 2>&1) || status=$?
-[[ $status != 0 ]] && grep -q "HINT: .*band keys in a table distributed by key" <<<"$err" || fail "(h) minhash_pairs('sketches', ...) in 1 MB: $err"
+[[ $status != 0 ]] && grep -q "HINT: .*minhash_pairs_distributed(tbl, key_column, sketch_column, threshold)" <<<"$err" || fail "(h) minhash_pairs('sketches', ...) in 1 MB: $err"
 got=$(q -c "SELECT md5(string_agg(a || ':' || b, ',' ORDER BY a, b)), count(*) FROM minhash_pairs('sketches', 'id', 'mh', 0.8)")
 [[ $got == "$want" ]] || fail "(h) minhash_pairs on the distributed table $got, one server $want"
-echo "check_citus: (h) ${want#*|} MinHash pairs at Jaccard 0.8: the band key self-join (DISTINCT on the coordinator) and minhash_pairs on the distributed table equal minhash_pairs on one server ($((SECONDS - T0)) s)"
+# minhash_pairs_distributed: on the workers within 1 MB, in a transaction that read the table,
+# every pair once with minhash_pairs' estimate; no key table left; at a threshold and with
+# bands and rows given
+pairs_of() { echo "SELECT md5(string_agg(a || ':' || b || ':' || jaccard, ',' ORDER BY a, b)), count(*) FROM $1"; }
+for args in "0.8" "0.6" "0.8, 10, 8"; do
+    want_m=$(q -c "$(pairs_of "minhash_pairs('sketches_ref', 'id', 'mh', $args)")")
+    got=$(q -c "BEGIN" -c "SELECT count(*) FROM sketches" -c "SET LOCAL maintenance_work_mem = '1MB'" \
+        -c "$(pairs_of "minhash_pairs_distributed('sketches', 'id', 'mh', $args)")" -c "COMMIT" | sed -n '$p')
+    [[ $got == "$want_m" ]] || fail "(h) minhash_pairs_distributed('sketches', 'id', 'mh', $args) $got, minhash_pairs on one server $want_m"
+    [[ $(q -c "$(pairs_of "minhash_pairs_distributed('sketches_ref', 'id', 'mh', $args)")") == "$want_m" ]] ||
+        fail "(h) minhash_pairs_distributed on a plain table differs from minhash_pairs ($args)"
+done
+left=$(q -c "SELECT count(*) FROM pg_class WHERE relname LIKE 'neardup_band_keys%'")/$(q -c "SELECT string_agg(result, ',') FROM run_command_on_workers(\$\$SELECT count(*) FROM pg_class WHERE relname LIKE 'neardup_band_keys%'\$\$)")
+[[ $left == 0/0,0 ]] || fail "(h) minhash_pairs_distributed left key tables behind (coordinator/workers): $left"
+for bad in "'sketches', 'id', 'nope', 0.8|42703" "'sketches', 'mh', 'mh', 0.8|42804" "'sketches', 'id', 'id', 0.8|42804" \
+    "'sketches', 'id', 'mh', 1.5|22023" "'sketches', 'id', 'mh', 0.8, 10|22023" "'sketches', 'id', 'mh', 0.8, 100, 100|22023"; do
+    status=0
+    err=$(q -c "\\set VERBOSITY verbose" -c "SELECT count(*) FROM minhash_pairs_distributed(${bad%|*})" 2>&1) || status=$?
+    [[ $status != 0 ]] && grep -q "ERROR:  ${bad#*|}: " <<<"$err" || fail "(h) minhash_pairs_distributed(${bad%|*}): $err"
+done
+[[ $(q -c "SELECT count(*) FROM minhash_pairs_distributed('sketches', 'id', 'mh', NULL)") == 0 ]] || fail "(h) a NULL threshold returns rows"
+echo "check_citus: (h) ${want#*|} MinHash pairs at Jaccard 0.8: the band key self-join (DISTINCT on the coordinator), minhash_pairs on the distributed table and minhash_pairs_distributed (in 1 MB; also at 0.6 and with 10 bands of 8 rows) equal minhash_pairs on one server; no key table left; unknown columns, wrong types, bad thresholds and bandings refused ($((SECONDS - T0)) s)"
 echo "check_citus: ok ($((SECONDS - T0)) s)"

@@ -270,7 +270,13 @@ pub fn band_keys(values: &[u32], banding: &Banding) -> Vec<u64> {
 /// Whether two key vectors share a key. Keys are tagged with their band, so only equal
 /// positions can match; vectors of different lengths are compared on their common bands.
 pub fn share_a_band(a: &[u64], b: &[u64]) -> bool {
-    a.iter().zip(b).any(|(x, y)| x == y)
+    first_shared_key(a, b).is_some()
+}
+
+/// The key of the lowest band two key vectors share, if any: where a join of band keys
+/// (each key a row) reports a pair that shares several bands, so that it reports it once.
+pub fn first_shared_key(a: &[u64], b: &[u64]) -> Option<u64> {
+    a.iter().zip(b).find(|(x, y)| x == y).map(|(&key, _)| key)
 }
 
 /// Minhash sketches of equal size, one after another in one vector.
@@ -487,6 +493,23 @@ mod tests {
         assert!(keys
             .iter()
             .all(|&k| k << BAND_BITS == band_value(&[7, 7]) >> BAND_BITS << BAND_BITS));
+    }
+
+    #[test]
+    fn the_first_shared_key_is_of_the_lowest_band_both_share() {
+        // (a band value's top bits are what its key keeps)
+        let key = |band: usize, value: u64| band_key(band, value << 40);
+        let a = [key(0, 1), key(1, 2), key(2, 3), key(3, 4)];
+        let b = [key(0, 9), key(1, 2), key(2, 9), key(3, 4)];
+        assert_eq!(first_shared_key(&a, &b), Some(key(1, 2)));
+        assert_eq!(first_shared_key(&b, &a), Some(key(1, 2)));
+        assert!(share_a_band(&a, &b));
+        let c = [key(0, 8), key(1, 8), key(2, 8), key(3, 8)];
+        assert_eq!(first_shared_key(&a, &c), None);
+        assert!(!share_a_band(&a, &c));
+        // different lengths: compared on the common bands
+        assert_eq!(first_shared_key(&a[..1], &a), Some(key(0, 1)));
+        assert_eq!(first_shared_key(&[], &a), None);
     }
 
     #[test]
