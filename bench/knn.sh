@@ -15,7 +15,7 @@
 # The nearest distance of each query is computed by brute force and its distribution
 # printed. Usage: bench/knn.sh     ROWS=200000 QUERIES=20 bench/knn.sh
 # PLOT_DIR=docs/plots PLOT_PYTHON=VENV/bin/python: adds this ROWS to docs/plots/knn_limit10.csv
-# and redraws knn_limit10.svg (one run per size; bench/lib.sh, plot_row).
+# and redraws knn_limit10.svg (one run per size; bench/lib.sh, plot_point).
 #                 SKIP_INSTALL=1 bench/knn.sh   (benchmarks the build already installed)
 source "$(dirname "$0")/lib.sh"
 DIR=/tmp/neardup-bench-knn
@@ -93,7 +93,7 @@ for kind in far near; do
     done
 done
 result "recall of LIMIT 10 (same distances)" "$(recall 10)" % - ""
-plot_row knn_limit10 "rows,index p50 (far),index p99 (far),index p50 (near),seq scan p50 (far)" \
+plot_point knn_limit10 "rows,index p50 (far),index p99 (far),index p50 (near),seq scan p50 (far)" \
     "$ROWS,$(stat index 10 far p50),$(stat index 10 far p99),$(stat index 10 near p50),$(stat seq 10 far p50)"
 plot_draw knn_limit10 --title "ORDER BY fp <~> q LIMIT 10: ms per query, $QUERIES queries per kind, recall $(recall 10) %" \
     --xlabel "rows (uniformly random 64-bit codes)" --ylabel "ms per query" --logx --logy \

@@ -111,6 +111,15 @@ plot_row() {
     [[ -s $csv && $(sed -n 1p "$csv") == "$2" ]] || echo "$2" >"$csv"
     echo "$3" >>"$csv"
 }
+# plot_point NAME HEADER ROW: as plot_row, for a bench run once per x (a size): the row
+# replaces the one of the same x, and the rows stay sorted by x.
+plot_point() {
+    [[ -n ${PLOT_DIR:-} ]] || return 0
+    plot_row "$@"
+    local csv=$PLOT_DIR/$1.csv
+    { sed -n 1p "$csv"; tail -n +2 "$csv" | tac | sort -t, -k1,1g -u; } >"$csv.new"
+    mv "$csv.new" "$csv"
+}
 # plot_reset NAME: forget NAME's data, for a bench whose one run gives the whole plot.
 plot_reset() {
     [[ -z ${PLOT_DIR:-} ]] || rm -f "$PLOT_DIR/$1.csv"

@@ -12,7 +12,7 @@
 # Usage: ROWS=1000000 bench/lookup_latency.sh     (SKIP_INSTALL=1: the installed build;
 #        PYVENV names a virtualenv with faiss-cpu and pybktree, made once)
 # PLOT_DIR=docs/plots PLOT_PYTHON=VENV/bin/python: adds this ROWS to docs/plots/lookup_latency.csv
-# and redraws lookup_latency.svg (one run per size; bench/lib.sh, plot_row).
+# and redraws lookup_latency.svg (one run per size; bench/lib.sh, plot_point).
 source "$(dirname "$0")/lib.sh"
 DIR=/tmp/neardup-bench-lookup
 ROWS=${ROWS:-1000000}
@@ -55,9 +55,9 @@ median_of_statements() {
 }
 index_where="hamming(fp, \$P) <= $R"
 scan_where="hamming(fp, \$P) + 0 <= $R" # (+ 0: the bound as written, which the planner hook would hand to the index)
-[[ $(q -c "EXPLAIN SELECT id FROM docs WHERE hamming(fp, '0'::simhash64) <= $R") == *"docs_fp"* ]] ||
+[[ $(q -c "EXPLAIN SELECT id FROM docs WHERE hamming(fp, '0000000000000000'::simhash64) <= $R") == *"docs_fp"* ]] ||
     { echo "the lookup does not use the hamming index" >&2; exit 1; }
-[[ $(q -c "EXPLAIN SELECT id FROM docs WHERE hamming(fp, '0'::simhash64) + 0 <= $R") == *"Seq Scan"* ]] ||
+[[ $(q -c "EXPLAIN SELECT id FROM docs WHERE hamming(fp, '0000000000000000'::simhash64) + 0 <= $R") == *"Seq Scan"* ]] ||
     { echo "the baseline is not a sequential scan" >&2; exit 1; }
 index_matches=$(q -c "SELECT count(*) FROM probes p, docs d WHERE hamming(d.fp, p.fp) <= $R")
 scan_matches=$(PGOPTIONS="-c enable_indexscan=off -c enable_bitmapscan=off" q -c "SELECT count(*) FROM probes p, docs d WHERE hamming(d.fp, p.fp) + 0 <= $R")
@@ -77,7 +77,7 @@ result "hamming index" "$index_ms" ms "HNSW (FAISS), recall $recall %" "$hnsw_ms
 echo
 print_summary
 
-plot_row lookup_latency "rows,hamming index (exact),sequential scan (exact),BK-tree - pybktree (exact),HNSW - FAISS IndexBinaryHNSW (approximate),HNSW recall" \
+plot_point lookup_latency "rows,hamming index (exact),sequential scan (exact),BK-tree - pybktree (exact),HNSW - FAISS IndexBinaryHNSW (approximate),HNSW recall" \
     "$ROWS,$index_ms,$scan_ms,$bktree_ms,$hnsw_ms,$recall"
 plot_draw lookup_latency --logx --logy --label-with "HNSW - FAISS IndexBinaryHNSW (approximate):HNSW recall:recall {:.0f} %" \
     --title "One lookup within $R bits among 64-bit fingerprints: ms, median of $PROBES" \

@@ -63,7 +63,7 @@ def main():
     for col, name in enumerate(header[1:], start=1):
         if col in hidden:
             continue
-        rows = [r for r in body if len(r) > col and r[col] != ""]
+        rows = sorted((r for r in body if len(r) > col and r[col] != ""), key=lambda r: float(r[0]))
         pts = [(float(r[0]), float(r[col])) for r in rows]
         if pts:
             ax.plot(*zip(*pts), marker="o", label=name)
