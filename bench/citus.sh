@@ -23,7 +23,8 @@
 #       minhash_pairs_distributed against minhash_pairs on one server and on the distributed
 #       table (rows through the coordinator); the pairs must be equal.
 # Timings are medians of REPS runs of the server's execution time (EXPLAIN ANALYZE on the
-# coordinator), jit off. Usage: bench/citus.sh [ROWS=1000000] [NEW=10000] [PAGES=100000]
+# coordinator), jit off, maintenance_work_mem 1GB on every node (hamming_pairs of 3 M rows
+# on one server needs 96 MB). Usage: bench/citus.sh [ROWS=1000000] [NEW=10000] [PAGES=100000]
 #   [REPS=3] [SECS=5] [SHARD_COUNT=32] [SKIP_INSTALL=1]
 # (it takes /tmp/neardup-pgrx.lock itself around its install: not under flock of that lock,
 # which would wait on itself; SKIP_INSTALL=1 benchmarks the build already installed)
@@ -40,7 +41,7 @@ q() { citus_psql 0 "$@"; }
 citus_build "$PG_CONFIG"
 trap 'citus_stop "$DIR"' EXIT
 citus_start "$PG_CONFIG" "$DIR" $PORT 2 "jit = off" "autovacuum = off" "citus.shard_count = $SHARD_COUNT" \
-    "shared_buffers = 256MB" "log_min_messages = warning"
+    "shared_buffers = 256MB" "log_min_messages = warning" "maintenance_work_mem = '1GB'"
 q -f "$ROOT/tests/integration/fingerprint_functions.sql" >/dev/null
 t=$SECONDS
 q >/dev/null <<SQL
