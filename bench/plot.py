@@ -63,13 +63,13 @@ def main():
     for col, name in enumerate(header[1:], start=1):
         if col in hidden:
             continue
-        rows = sorted((r for r in body if len(r) > col and r[col] != ""), key=lambda r: float(r[0]))
-        pts = [(float(r[0]), float(r[col])) for r in rows]
+        with_value = sorted((r for r in body if len(r) > col and r[col] != ""), key=lambda r: float(r[0]))
+        pts = [(float(r[0]), float(r[col])) for r in with_value]
         if pts:
             ax.plot(*zip(*pts), marker="o", label=name)
         if name in labels:
             column, form = labels[name]
-            for r, pt in zip(rows, pts):
+            for r, pt in zip(with_value, pts):
                 ax.annotate(form.format(float(r[column])), pt, textcoords="offset points",
                             xytext=(4, 4), fontsize=8)
     for mark in a.mark:

@@ -82,4 +82,3 @@ END
 $function$;
 COMMENT ON FUNCTION hamming_pairs_distributed(regclass, text, text, integer) IS
     'hamming_pairs of a Citus distributed table (64-bit codes, unique keys), paired on the workers through join keys in a table of its own distributed by key (created and dropped in the call, which needs CREATE on the table''s schema); other tables go to hamming_pairs';
-
