@@ -351,6 +351,25 @@ impl Lookup {
         }
     }
 
+    /// A lookup that reads every run whole (table 0) for the codes within a radius of `q`
+    /// that `narrow` may lower as it goes: a nearest-first pass that reads every row.
+    fn every_around<P: Rest>(cache: &WideCache<P>, q: Padded) -> Lookup {
+        Lookup {
+            center: Some(q),
+            radius: SubstringTables::<P>::BITS,
+            plans: plans(cache, None, 0, |_| true),
+            nulls: false,
+            pending: true,
+            witness: None,
+            step: START,
+        }
+    }
+
+    /// From the next page on, reports only rows within `radius` (at most the current one).
+    fn narrow(&mut self, radius: u32) {
+        self.radius = self.radius.min(radius);
+    }
+
     fn done(&self) -> bool {
         self.step == Step::Done
     }
@@ -434,27 +453,32 @@ impl Lookup {
                                 leaf: None,
                             };
                         }
-                        // Tested off the page: a batch's test of a row may take long, and
-                        // a buffer lock holds off the interrupts that would stop it.
-                        let (c, next) =
-                            run::read_page(index, Kind::Table, r.id, block, <[u8]>::to_vec);
-                        {
-                            let c = &c[..];
-                            let found = |e: Entry<P>| {
-                                let code = padded_code(layout, 0, &e);
-                                if self.accepts(query, &code) {
-                                    out.push(Found {
-                                        tid: e.tid,
-                                        code: Some(code),
-                                    });
-                                }
-                            };
+                        // Only the distance is tested on the page, and the near entries
+                        // copied off it (a pass nearest first reads every page of the
+                        // index and keeps a few rows: copying whole pages cost as much as
+                        // reading them); the query's own tests come after, unlocked, as a
+                        // batch's test of a row may take long and a buffer lock holds off
+                        // the interrupts that would stop it.
+                        let (near, next) = run::read_page(index, Kind::Table, r.id, block, |c| {
+                            let mut near = Vec::new();
                             match self.center {
                                 Some(center) => {
                                     let center = layout.order(0, code_of(&center));
-                                    entries_within(c, u64::MAX, center, self.radius, found);
+                                    entries_within(c, u64::MAX, center, self.radius, |e| {
+                                        near.push(e)
+                                    });
                                 }
-                                None => entries::<P>(c).for_each(found),
+                                None => near.extend(entries::<P>(c)),
+                            }
+                            near
+                        });
+                        for e in near {
+                            let code = padded_code(layout, 0, &e);
+                            if self.accepts(query, &code) {
+                                out.push(Found {
+                                    tid: e.tid,
+                                    code: Some(code),
+                                });
                             }
                         }
                         Step::Table {
@@ -763,49 +787,39 @@ fn full_pass<P: Rest>(
     // Cut back at twice the target, or twice what a cut kept (ties at the cut-off distance
     // can keep more): each cut halves the rows, so cutting costs linear time in all.
     let mut cut_at = 2 * target.max(1);
-    for_every_code(index, query, cache, q, |f, d| {
-        if d < floor || d > upto {
-            return;
-        }
-        counts[d as usize] += 1;
-        within += 1;
-        rows.push((d, *f));
-        while upto > floor && within - counts[upto as usize] >= target {
-            within -= counts[upto as usize];
-            upto -= 1;
-        }
-        if rows.len() >= cut_at {
-            rows.retain(|&(d, _)| d <= upto);
-            cut_at = cut_at.max(2 * rows.len());
-        }
-    });
-    rows.retain(|&(d, _)| d <= upto);
-    (rows.into_iter().map(|(_, f)| f).collect(), upto)
-}
-
-/// Calls `row(found, distance to q)` for every row with a code that the query accepts,
-/// reading a page at a time.
-fn for_every_code<P: Rest>(
-    index: pg_sys::Relation,
-    query: &WideQuery,
-    cache: &mut WideCache<P>,
-    q: Padded,
-    mut row: impl FnMut(&Found, u32),
-) {
-    let mut every = Lookup::new(cache, None, SubstringTables::<P>::BITS);
-    let mut rows = Vec::new();
+    // Table 0 of every run whole, and the pending rows; only rows within the cut-off as it
+    // stands at each page are copied off it.
+    let mut every = Lookup::every_around(cache, q);
+    let mut batch = Vec::new();
     loop {
-        rows.clear();
-        every.fill(index, query, cache, &mut rows, BATCH_ROWS);
-        if rows.is_empty() {
-            return;
+        batch.clear();
+        every.fill(index, query, cache, &mut batch, BATCH_ROWS);
+        if batch.is_empty() {
+            break;
         }
-        for f in &rows {
-            if let Some(c) = f.code {
-                row(f, c.hamming(&q));
+        for f in &batch {
+            let Some(d) = f.code.map(|c| c.hamming(&q)) else {
+                continue; // not read: the lookup reads no NULL rows
+            };
+            if d < floor || d > upto {
+                continue;
+            }
+            counts[d as usize] += 1;
+            within += 1;
+            rows.push((d, *f));
+            while upto > floor && within - counts[upto as usize] >= target {
+                within -= counts[upto as usize];
+                upto -= 1;
+            }
+            if rows.len() >= cut_at {
+                rows.retain(|&(d, _)| d <= upto);
+                cut_at = cut_at.max(2 * rows.len());
             }
         }
+        every.narrow(upto);
     }
+    rows.retain(|&(d, _)| d <= upto);
+    (rows.into_iter().map(|(_, f)| f).collect(), upto)
 }
 
 /// The rows whose distance is NULL, in TID order: those with a NULL code (in the runs' NULL
