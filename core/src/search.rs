@@ -10,6 +10,7 @@ pub mod merge_policy;
 pub mod merge_queue;
 pub mod multi_index;
 pub mod nearest;
+pub mod pair_parts;
 pub mod permuted;
 pub mod prefix_bitmap;
 pub mod table_parts;

@@ -36,7 +36,7 @@ from ._neardup import (
     tokens,
 )
 
-__version__ = "0.7.0"
+__version__ = "0.8.0"
 
 __all__ = [
     "BloomSignature",

@@ -247,6 +247,86 @@ fn pairs_distributed_without_citus_is_hamming_pairs() {
     assert_eq!(int("SELECT count(*) FROM hamming_pairs_distributed(NULL, 'id', 'fp', 3)"), 0);
 }
 
+/// hamming_pairs_distributed's steps on plain tables: three "shards" of a table (rows by id
+/// modulo 3, duplicated and clustered codes, NULL codes) each cut into parts, the parts of
+/// each number gathered and paired, give hamming_pairs' pairs of the whole table exactly,
+/// each once, at several distances and part sizes (one part per table, and many); a cut
+/// holds 16 bytes a row per table; bad parts and arguments are refused with their SQLSTATE.
+#[pg_test]
+fn pair_parts_of_shards_pair_like_the_whole_table() {
+    hq_fixture();
+    Spi::run(
+        "CREATE TABLE pp AS SELECT id::bigint AS id, fp FROM hq;
+         INSERT INTO pp SELECT id + 100000, fp FROM hq WHERE id % 9 = 0;
+         CREATE TABLE pp0 AS SELECT * FROM pp WHERE id % 3 = 0;
+         CREATE TABLE pp1 AS SELECT * FROM pp WHERE id % 3 = 1;
+         CREATE TABLE pp2 AS SELECT * FROM pp WHERE id % 3 = 2;",
+    )
+    .unwrap();
+    let rows = int("SELECT count(fp) FROM pp");
+    for (k, part_bytes) in [(3, 1i64 << 30), (3, 4000), (5, 100_000), (0, 1 << 20)] {
+        let cut = |shard: &str| {
+            format!("SELECT * FROM hamming_pair_parts('{shard}', 'id', 'fp', {k}, {rows}, {part_bytes})")
+        };
+        let parts = format!(
+            "SELECT part, array_agg(rows) AS rows FROM ({} UNION ALL {} UNION ALL {}) c GROUP BY part",
+            cut("pp0"),
+            cut("pp1"),
+            cut("pp2")
+        );
+        let paired = format!("SELECT r.* FROM ({parts}) g, LATERAL hamming_part_pairs(g.rows) r");
+        let truth = format!("SELECT a, b, distance FROM hamming_pairs('pp', 'id', 'fp', {k})");
+        assert!(int(&format!("SELECT count(*) FROM ({truth}) t")) > 50, "k={k}");
+        assert_eq!(
+            int(&format!(
+                "SELECT (SELECT count(*) FROM (({truth}) EXCEPT ALL ({paired})) d)
+                      + (SELECT count(*) FROM (({paired}) EXCEPT ALL ({truth})) d)"
+            )),
+            0,
+            "k={k} part_bytes={part_bytes}"
+        );
+        let (parts_made, bytes) = {
+            let all = format!("{} UNION ALL {} UNION ALL {}", cut("pp0"), cut("pp1"), cut("pp2"));
+            (
+                int(&format!("SELECT count(DISTINCT part) FROM ({all}) c")),
+                int(&format!("SELECT sum(octet_length(rows) - 8) FROM ({all}) c")),
+            )
+        };
+        assert!(parts_made >= if part_bytes == 4000 { 64 } else { 2 }, "k={k} {parts_made}");
+        assert_eq!(bytes % (16 * rows), 0, "every row once per table");
+    }
+    let part = "(SELECT rows FROM hamming_pair_parts('pp0', 'id', 'fp', 3, 100, 1000000) LIMIT 1)";
+    assert_eq!(int("SELECT count(*) FROM hamming_part_pairs('{}')"), 0);
+    for (bad, state) in [
+        (format!("SELECT * FROM hamming_part_pairs(ARRAY[{part}, NULL])"), "22004"),
+        ("SELECT * FROM hamming_part_pairs(ARRAY['\\x0103020000000000'::bytea])".to_string(), "22P03"),
+        (format!("SELECT * FROM hamming_part_pairs(ARRAY[substr({part}, 1, 20)])"), "22P03"),
+        (format!("SELECT * FROM hamming_part_pairs(ARRAY[overlay({part} placing '\\x02' from 1)])"), "22P03"),
+        (
+            "SELECT * FROM hamming_part_pairs(ARRAY(SELECT rows FROM hamming_pair_parts('pp0', 'id', 'fp', 3, 100, 1000000)))"
+                .to_string(),
+            "22P03",
+        ),
+        ("SELECT * FROM hamming_pair_parts('pp0', 'id', 'fp', 64, 100, 1000)".to_string(), "22023"),
+        ("SELECT * FROM hamming_pair_parts('pp0', 'id', 'fp', 3, -1, 1000)".to_string(), "22023"),
+        ("SELECT * FROM hamming_pair_parts('pp0', 'id', 'fp', 3, 100, 0)".to_string(), "22023"),
+        ("SELECT * FROM hamming_pair_parts('pp0', 'fp', 'fp', 3, 100, 1000)".to_string(), "42804"),
+        ("SELECT * FROM hamming_pair_parts('pp0', 'id', 'nope', 3, 100, 1000)".to_string(), "42703"),
+    ] {
+        assert_eq!(sqlstate(&bad).as_deref(), Some(state), "{bad}");
+    }
+    Spi::run("CREATE TABLE pp_wide (id bigint, code hash256)").unwrap();
+    assert_eq!(
+        sqlstate("SELECT * FROM hamming_pair_parts('pp_wide', 'id', 'code', 3, 100, 1000)").as_deref(),
+        Some("0A000")
+    );
+    Spi::run("INSERT INTO pp0 VALUES (NULL, '0000000000000000')").unwrap();
+    assert_eq!(
+        sqlstate("SELECT * FROM hamming_pair_parts('pp0', 'id', 'fp', 3, 100, 1000)").as_deref(),
+        Some("22004")
+    );
+}
+
 /// A batch stored in a table comes back compressed or out of line (TOAST): the filter and
 /// the keys still equal brute force, for a seq scan that calls them once per row (each
 /// call site keeps its lookup while the stored value is the same).

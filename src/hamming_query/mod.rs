@@ -23,6 +23,7 @@ mod distance;
 pub(crate) mod estimate;
 mod join_keys;
 mod nodes;
+mod pair_parts;
 mod pairs;
 mod rewrite;
 mod within;

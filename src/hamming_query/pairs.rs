@@ -83,18 +83,32 @@ fn narrow_pairs(
     max_distance: i32,
 ) -> PairRows {
     let max_distance = checked_distance("hamming_pairs", max_distance);
-    let query =
-        format!("SELECT {key}::bigint, {sig}::bigint FROM {relation} WHERE {sig} IS NOT NULL");
     let budget = RowBudget::maintenance(
         "hamming_pairs",
         std::mem::size_of::<i64>() + Pairs::bytes_per_row(),
     )
     .on_citus(tbl, DISTRIBUTED_HINT);
+    let (keys, fps) = narrow_rows("hamming_pairs", key, sig, relation, &budget);
+    let pairs = Pairs::new(fps, max_distance).unwrap_or_else(|e| errors::invalid_parameter(e.0));
+    keyed(keys, pairs)
+}
+
+/// The keys and 64-bit codes of the rows of `relation` whose code is not NULL, each row
+/// admitted by `budget`; ERROR 22004 at a NULL key. `key` and `sig` are quoted names.
+pub(crate) fn narrow_rows(
+    function: &str,
+    key: &str,
+    sig: &str,
+    relation: &str,
+    budget: &RowBudget,
+) -> (Vec<i64>, Vec<u64>) {
+    let query =
+        format!("SELECT {key}::bigint, {sig}::bigint FROM {relation} WHERE {sig} IS NOT NULL");
     let mut keys = Vec::new();
     let mut fps = Vec::new();
-    for_each_row("hamming_pairs", &query, |row| {
+    for_each_row(function, &query, |row| {
         budget.admit(keys.len() + 1);
-        keys.push(row_key(row));
+        keys.push(row_key(function, row));
         fps.push(
             row.get::<i64>(2)
                 .ok()
@@ -102,8 +116,7 @@ fn narrow_pairs(
                 .expect("non-NULL signature") as u64,
         );
     });
-    let pairs = Pairs::new(fps, max_distance).unwrap_or_else(|e| errors::invalid_parameter(e.0));
-    keyed(keys, pairs)
+    (keys, fps)
 }
 
 /// The wide pairs: the codes read through the cast to bytea (found by type, so whatever
@@ -120,7 +133,7 @@ fn wide_pairs<const W: usize>(key: &str, sig: &str, relation: &str, max_distance
     let mut codes = Vec::new();
     for_each_row("hamming_pairs", &query, |row| {
         budget.admit(keys.len() + 1);
-        keys.push(row_key(row));
+        keys.push(row_key("hamming_pairs", row));
         codes.push(wide_code_at::<W>(row, 2).expect("non-NULL signature"));
     });
     let index = MultiIndex::new(codes, radius)
@@ -149,11 +162,11 @@ pub(crate) fn wide_code_at<const W: usize>(
     Some(WideCode::<W>::from_be_bytes(bytes).expect("a code's own length"))
 }
 
-fn row_key(row: &SpiHeapTupleData) -> i64 {
+fn row_key(function: &str, row: &SpiHeapTupleData) -> i64 {
     row.get::<i64>(1)
         .ok()
         .flatten()
-        .unwrap_or_else(|| errors::null_not_allowed("hamming_pairs: key column has NULLs"))
+        .unwrap_or_else(|| errors::null_not_allowed(format!("{function}: key column has NULLs")))
 }
 
 /// Pairs of row numbers as pairs of keys, the smaller first.

@@ -25,9 +25,12 @@
 #     through the coordinator (past its maintenance_work_mem: ERROR 53200 with a HINT
 #     naming hamming_pairs_distributed; neardup_clusters' names neardup_components of it),
 #     cluster tracking is refused (no triggers on distributed tables).
-#     hamming_pairs_distributed (the key table recipe in one call) equals hamming_pairs on
-#     the reference in 1 MB of maintenance_work_mem, inside a transaction, and leaves no key
-#     table; on a plain table it is hamming_pairs; wide codes and bad arguments are refused.
+#     hamming_pairs_distributed (each shard cut into parts on its worker, each part paired
+#     where it lands) equals hamming_pairs on the reference in 1 MB of
+#     maintenance_work_mem, inside a transaction, and leaves no table behind; so do copies
+#     distributed by a text column (the same path) and by a date column (join keys in a key
+#     table, the path for types whose values it does not generate); on a plain table it is
+#     hamming_pairs; wide codes and bad arguments are refused.
 # (h) MinHash LSH: band keys (from lsh_bands) in a table distributed by key, a co-located
 #     self-join verified by jaccard, equal to minhash_pairs on one server; minhash_pairs on
 #     the distributed table past 1 MB hints at that recipe.
@@ -368,16 +371,31 @@ echo "check_citus: (g) maintenance_work_mem = 1MB: the key self-join still equal
 status=0
 err=$(q -c "SET maintenance_work_mem = '1MB'" -c "SELECT count(*) FROM neardup_clusters('docs', 'id', 'fp', 3)" 2>&1) || status=$?
 [[ $status != 0 ]] && grep -q "HINT: .*neardup_components('SELECT a, b FROM hamming_pairs_distributed(" <<<"$err" || fail "(g) neardup_clusters('docs', ...) in 1 MB: $err"
-# hamming_pairs_distributed: the key table recipe in one call, on the workers, within 1 MB of
-# maintenance_work_mem, in a transaction that has already read the table; no key table left
-t=$SECONDS
-got=$(q -c "BEGIN" -c "SELECT count(*) FROM docs" -c "SET LOCAL maintenance_work_mem = '1MB'" \
-    -c "SELECT md5(string_agg(a || ':' || b || ':' || distance, ',' ORDER BY a, b)), count(*) FROM hamming_pairs_distributed('docs', 'id', 'fp', 3)" -c "COMMIT" | sed -n '$p')
-took_fn=$((SECONDS - t))
+# hamming_pairs_distributed: on the workers, within 1 MB of maintenance_work_mem, in a
+# transaction that has already read the table (and, for docs, written to it); the path it
+# took is in its DEBUG message; no table of its own left behind
+q >/dev/null <<'SQL'
+CREATE TABLE docs_by_name (name text, id bigint, fp simhash64);
+SELECT create_distributed_table('docs_by_name', 'name');
+INSERT INTO docs_by_name SELECT 'doc ' || id, id, fp FROM docs_ref;
+CREATE TABLE docs_by_day (day date, id bigint, fp simhash64);
+SELECT create_distributed_table('docs_by_day', 'day');
+INSERT INTO docs_by_day SELECT date '2020-01-01' + (id % 1000)::int, id, fp FROM docs_ref;
+SQL
 want_d=$(q -c "SELECT md5(string_agg(a || ':' || b || ':' || distance, ',' ORDER BY a, b)), count(*) FROM hamming_pairs('docs_ref', 'id', 'fp', 3)")
-[[ $got == "$want_d" ]] || fail "(g) hamming_pairs_distributed('docs', ...) $got, hamming_pairs on the reference $want_d"
-left=$(q -c "SELECT count(*) FROM pg_class WHERE relname LIKE 'neardup_pair_keys%'")/$(q -c "SELECT string_agg(result, ',') FROM run_command_on_workers(\$\$SELECT count(*) FROM pg_class WHERE relname LIKE 'neardup_pair_keys%'\$\$)")
-[[ $left == 0/0,0 ]] || fail "(g) hamming_pairs_distributed left key tables behind (coordinator/workers): $left"
+took_fn=
+for case in "docs|cut into parts on the workers" "docs_by_name|cut into parts on the workers" "docs_by_day|join keys in a key table"; do
+    t=$SECONDS
+    out=$(q -c "BEGIN" -c "SELECT count(*) FROM ${case%|*}" -c "UPDATE ${case%|*} SET fp = fp WHERE id = 1" -c "SET LOCAL maintenance_work_mem = '1MB'" \
+        -c "SET LOCAL client_min_messages = debug1" \
+        -c "SELECT md5(string_agg(a || ':' || b || ':' || distance, ',' ORDER BY a, b)), count(*) FROM hamming_pairs_distributed('${case%|*}', 'id', 'fp', 3)" -c "COMMIT" 2>&1)
+    took_fn+="${took_fn:+, }${case%|*} $((SECONDS - t)) s"
+    got=$(grep -E '^[0-9a-f]{32}\|[0-9]+$' <<<"$out" || true)
+    [[ $got == "$want_d" ]] || fail "(g) hamming_pairs_distributed('${case%|*}', ...) $got, hamming_pairs on the reference $want_d: $out"
+    grep -q "DEBUG:  hamming_pairs_distributed: .*${case#*|}" <<<"$out" || fail "(g) hamming_pairs_distributed('${case%|*}', ...) did not say '${case#*|}': $out"
+done
+left=$(q -c "SELECT count(*) FROM pg_class WHERE relname LIKE 'neardup_pair_%'")/$(q -c "SELECT string_agg(result, ',') FROM run_command_on_workers(\$\$SELECT count(*) FROM pg_class WHERE relname LIKE 'neardup_pair_%'\$\$)")
+[[ $left == 0/0,0 ]] || fail "(g) hamming_pairs_distributed left tables behind (coordinator/workers): $left"
 # a plain table goes to hamming_pairs; wide codes and bad arguments are refused clearly
 [[ $(q -c "SELECT md5(string_agg(a || ':' || b || ':' || distance, ',' ORDER BY a, b)), count(*) FROM hamming_pairs_distributed('docs_ref', 'id', 'fp', 3)") == "$want_d" ]] ||
     fail "(g) hamming_pairs_distributed on a plain table differs from hamming_pairs"
@@ -386,7 +404,7 @@ for bad in "'photos', 'id', 'pdq', 3|0A000" "'docs', 'id', 'nope', 3|42703" "'do
     err=$(q -c "\\set VERBOSITY verbose" -c "SELECT count(*) FROM hamming_pairs_distributed(${bad%|*})" 2>&1) || status=$?
     [[ $status != 0 ]] && grep -q "ERROR:  ${bad#*|}: hamming_" <<<"$err" || fail "(g) hamming_pairs_distributed(${bad%|*}): $err"
 done
-echo "check_citus: (g) hamming_pairs_distributed('docs', 'id', 'fp', 3) equals hamming_pairs on the reference in 1 MB of maintenance_work_mem ($took_fn s), leaves no key table; plain tables go to hamming_pairs; wide codes (0A000), unknown columns, non-integer keys, bad distances refused"
+echo "check_citus: (g) hamming_pairs_distributed equals hamming_pairs on the reference in 1 MB of maintenance_work_mem, in parts on the workers (distributed by bigint, by text) and by join keys (by date) ($took_fn), leaves no table behind; plain tables go to hamming_pairs; wide codes (0A000), unknown columns, non-integer keys, bad distances refused"
 # clusters: of the key self-join's pairs, and neardup_clusters given the distributed table
 out=$(q -c "SELECT (SELECT md5(string_agg(node || ':' || component, ',' ORDER BY node)) FROM neardup_components(\$q\$$pairs_sql\$q\$))
      = (SELECT md5(string_agg(node || ':' || component, ',' ORDER BY node)) FROM neardup_components('SELECT a, b FROM hamming_pairs(''docs_ref'', ''id'', ''fp'', 3)')),

@@ -45,11 +45,12 @@ mapfile -t versions < <(
 mapfile -t versions < <(printf '%s\n' "${versions[@]}" | sort -uV | awk '$0 != "0.1.0"')
 [[ -z ${NEARDUP_RELEASES:-} ]] || read -ra versions <<<"$NEARDUP_RELEASES"
 # The commit a release's users have: its last one where that is known (0.5.0: the commit
-# before 0.6.0's bump, writing format 3; 0.6.0: the last commit CI landed as 0.6.0, the one
-# its frozen install script names, format 4), else the commit that set its version (0.2.0:
-# format 1, 0.3.0 and 0.4.0: format 2; and the version in development). A 0.6.0 database
-# made by an earlier commit of 0.6.0 lacks objects the 0.6.0 -> 0.7.0 script replaces.
-declare -A LAST_COMMIT=([0.5.0]=6f77d99 [0.6.0]=7c40ec5)
+# before 0.6.0's bump, writing format 3; 0.6.0 and 0.7.0: the last commit CI landed as that
+# release, the one its frozen install script names, format 4), else the commit that set its
+# version (0.2.0: format 1, 0.3.0 and 0.4.0: format 2; and the version in development). A
+# 0.6.0 database made by an earlier commit of 0.6.0 lacks objects the 0.6.0 -> 0.7.0 script
+# replaces.
+declare -A LAST_COMMIT=([0.5.0]=6f77d99 [0.6.0]=7c40ec5 [0.7.0]=7b56549)
 release_commit() { # VERSION
     if [[ -n ${LAST_COMMIT[$1]:-} ]]; then
         git -C "$ROOT" rev-parse --verify "${LAST_COMMIT[$1]}^{commit}"

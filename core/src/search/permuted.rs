@@ -263,8 +263,10 @@ pub fn all_pairs(fps: &[u64], max_distance: u32) -> Result<Vec<(u32, u32, u32)>,
 pub struct Pairs {
     fps: Vec<u64>,
     layout: Layout,
-    /// The table being read, and its (permuted fingerprint, index) in order.
+    /// The table being read, and its (permuted fingerprint, index) in order; the tables
+    /// read end before `end_table`.
     table: usize,
+    end_table: usize,
     sorted: Vec<(u64, u32)>,
     /// The run of equal prefix being compared ends at `run_end`; (i, j) is the pair of
     /// positions in it compared last. The next run starts where this one ends.
@@ -281,17 +283,31 @@ impl Pairs {
 
     pub fn new(fps: Vec<u64>, max_distance: u32) -> Result<Pairs, LayoutError> {
         let layout = Layout::for_batch(fps.len() as u64, max_distance)?;
+        let tables = layout.tables().len();
+        Ok(Pairs::of_tables(fps, layout, 0..tables))
+    }
+
+    /// The pairs whose owner table is `table` of `layout`: those among `fps` that share
+    /// their prefix in it (`pair_parts`: a node pairs the rows of one prefix range of one
+    /// table, all of them that other nodes hold too).
+    pub fn of_table(fps: Vec<u64>, layout: Layout, table: usize) -> Pairs {
+        assert!(table < layout.tables().len(), "a table of the layout");
+        Pairs::of_tables(fps, layout, table..table + 1)
+    }
+
+    fn of_tables(fps: Vec<u64>, layout: Layout, tables: std::ops::Range<usize>) -> Pairs {
         let mut pairs = Pairs {
             sorted: Vec::with_capacity(fps.len()),
             fps,
             layout,
-            table: 0,
+            table: tables.start,
+            end_table: tables.end,
             run_end: 0,
             i: 0,
             j: 0,
         };
         pairs.sort_table();
-        Ok(pairs)
+        pairs
     }
 
     fn sort_table(&mut self) {
@@ -314,7 +330,7 @@ impl Pairs {
         loop {
             let start = self.run_end;
             if start + 1 >= self.sorted.len() {
-                if self.table + 1 == self.layout.tables().len() {
+                if self.table + 1 >= self.end_table {
                     return false;
                 }
                 self.table += 1;
