@@ -17,7 +17,8 @@
 #       coordinator), and hamming_pairs_distributed (each shard cut into parts on its
 #       worker, each part paired where it lands), with the parts sized for the bench's
 #       maintenance_work_mem and for 16 MB; the pair sets must be equal;
-#   (d) clusters: neardup_clusters on docs against docs_ref (must be equal);
+#   (d) clusters: neardup_clusters on docs against docs_ref, and neardup_components of
+#       hamming_pairs_distributed (must be equal);
 #   (e) ingestion: INSERT ... SELECT simhash(body) of PAGES (100 k) texts of 200 words,
 #       co-located distributed tables (pushed down to the workers) against one server.
 #   (f) MinHash LSH pairs at Jaccard 0.8 of the PAGES texts and a near copy of every fifth:
@@ -123,11 +124,15 @@ same=$(q -c "SELECT (SELECT md5(string_agg(a || ':' || b || ':' || distance, ','
 [[ $same == t ]] || { echo "(c) hamming_pairs_distributed differs from hamming_pairs" >&2; exit 1; }
 p_fn=$(median_ms "$REPS" "SELECT count(*) FROM hamming_pairs_distributed('docs', 'id', 'fp', 3)")
 p_fn16=$(PGOPTIONS="-c maintenance_work_mem=16MB" median_ms "$REPS" "SELECT count(*) FROM hamming_pairs_distributed('docs', 'id', 'fp', 3)")
+# its phases, from its DEBUG messages: cutting and moving the parts, pairing them
+read -r p_cut p_pair < <(q -c "SET client_min_messages = debug1" -c "SELECT count(*) FROM hamming_pairs_distributed('docs', 'id', 'fp', 3)" 2>&1 |
+    sed -n 's/^DEBUG:  hamming_pairs_distributed: .* in \([0-9]*\) ms$/\1/p' | paste -sd' ')
 p_pull=$(q -c "SET maintenance_work_mem = '1GB'" -c "EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) SELECT count(*) FROM hamming_pairs('docs', 'id', 'fp', 3)" |
     python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["Execution Time"])')
 echo "(c) all pairs within 3 bits ($npairs, equal): key self-join $p_keys ms ($blocks blocks, $keyrows key rows filled in $fill ms, ANALYZE $analyze ms);" \
     "hamming_pairs one server $p_one ms (ratio $(awk "BEGIN {printf \"%.2f\", $p_keys / $p_one}")); hamming_pairs on the distributed table $p_pull ms;" \
-    "hamming_pairs_distributed (parts cut and paired on the workers) $p_fn ms (ratio $(awk "BEGIN {printf \"%.2f\", $p_fn / $p_one}")), parts sized for 16 MB $p_fn16 ms (ratio $(awk "BEGIN {printf \"%.2f\", $p_fn16 / $p_one}"))"
+    "hamming_pairs_distributed (parts cut and paired on the workers) $p_fn ms (ratio $(awk "BEGIN {printf \"%.2f\", $p_fn / $p_one}")), parts sized for 16 MB $p_fn16 ms (ratio $(awk "BEGIN {printf \"%.2f\", $p_fn16 / $p_one}"));" \
+    "its phases: cut and moved $p_cut ms, paired $p_pair ms"
 
 # --- (d) clusters
 same=$(q -c "SET maintenance_work_mem = '1GB'" -c "SELECT (SELECT md5(string_agg(id || ':' || cluster_id, ',' ORDER BY id)) FROM neardup_clusters('docs', 'id', 'fp', 3))
@@ -136,7 +141,12 @@ same=$(q -c "SET maintenance_work_mem = '1GB'" -c "SELECT (SELECT md5(string_agg
 c_dist=$(median_ms "$REPS" "SELECT count(*) FROM neardup_clusters('docs', 'id', 'fp', 3)")
 c_one=$(median_ms "$REPS" "SELECT count(*) FROM neardup_clusters('docs_ref', 'id', 'fp', 3)")
 c_keys=$(median_ms "$REPS" "SELECT count(*) FROM neardup_components(\$q\$$pairs_sql\$q\$)")
-echo "(d) clusters (equal): neardup_clusters on the distributed table $c_dist ms, on one server $c_one ms; neardup_components of the key self-join $c_keys ms"
+components="SELECT md5(string_agg(node || ':' || component, ',' ORDER BY node)) FROM neardup_components"
+same=$(q -c "SELECT ($components('SELECT a, b FROM hamming_pairs_distributed(''docs'', ''id'', ''fp'', 3)'))
+    = ($components('SELECT a, b FROM hamming_pairs(''docs_ref'', ''id'', ''fp'', 3)'))")
+[[ $same == t ]] || { echo "(d) components of hamming_pairs_distributed differ" >&2; exit 1; }
+c_parts=$(median_ms "$REPS" "SELECT count(*) FROM neardup_components('SELECT a, b FROM hamming_pairs_distributed(''docs'', ''id'', ''fp'', 3)')")
+echo "(d) clusters (equal): neardup_clusters on the distributed table $c_dist ms, on one server $c_one ms; neardup_components of the key self-join $c_keys ms, of hamming_pairs_distributed $c_parts ms (ratio $(awk "BEGIN {printf \"%.2f\", $c_parts / $c_one}"))"
 
 # --- (e) ingestion
 q >/dev/null <<SQL

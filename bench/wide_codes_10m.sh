@@ -10,7 +10,8 @@
 #   - the index's build time and size a row against the raw 32 bytes;
 #   - lookups within R bits of four rows' codes (median of 21 each), and of one against a
 #     sequential scan `hamming(code, q) + 0 <= R` (the same rows, checked);
-#   - the 10 nearest codes through the index against the sequential scan;
+#   - the 10 nearest codes through the index against the sequential scan, of a row's code and
+#     of 21 random codes with no row within R bits (median and slowest);
 #   - beside FAISS (faiss-cpu, one thread, in a venv made once): lookups of the same PROBES
 #     codes (median over the probes, one timed run each after one untimed), against
 #     IndexBinaryMultiHash (16 tables of 16 bits; FAISS's default nflip = 0, and exact with
@@ -80,6 +81,18 @@ result "lookup within $R (row 100)" "$(session_median_ms 21 "$ball")" ms "sequen
 knn="SELECT id FROM u ORDER BY code <~> '$probe'::hash256 LIMIT 10"
 [[ $(q -c "EXPLAIN $knn") == *u_code* ]] || fail "the nearest codes do not use the index"
 result "10 nearest (row 100)" "$(session_median_ms 5 "$knn")" ms "sequential scan" "$scan_ms"
+# the 10 nearest of codes with no row within R bits (random codes: about 128 bits from
+# every row of the uniform set, 60-100 of the PDQ set), where the index reads every row once
+far() { echo "('x' || md5('far ' || $1) || md5('away ' || $1))::bit(256)::hash256"; }
+far_knn="SELECT id, code <~> $(far 0) FROM u ORDER BY code <~> $(far 0) LIMIT 10"
+far_sorted="SELECT id, d FROM (SELECT id, code <~> $(far 0) AS d FROM u OFFSET 0) s ORDER BY d, id LIMIT 10"
+[[ $(q -c "SELECT min(hamming(code, $(far 0))) FROM u") -gt $R ]] || fail "a far code has a row within $R bits"
+[[ $(q -c "SELECT string_agg(d::text, ',') FROM ($far_knn) k(id, d)") == $(q -c "SELECT string_agg(d::text, ',') FROM ($far_sorted) s") ]] ||
+    fail "the 10 nearest of a far code through the index and by a sort differ"
+read -r far_p50 far_max < <(for i in $(seq 0 21); do
+    echo "EXPLAIN (ANALYZE, TIMING OFF) SELECT id FROM u ORDER BY code <~> $(far "$i") LIMIT 10;"
+done | psql -AtX | sed -n 's/^Execution Time: \([0-9.]*\) ms$/\1/p' | tail -n 21 | sort -g | awk '{a[NR] = $1} END {print a[11], a[NR]}')
+result "10 nearest of 21 far codes, median (slowest $far_max ms)" "$far_p50" ms "sequential scan and sort" "$(session_median_ms 3 "$far_sorted")"
 
 # each of the PROBES codes once untimed, then once timed, in one session: the median over them
 probes_median_ms() {
@@ -106,6 +119,14 @@ if [[ ${FAISS:-1} != 0 ]]; then
     result "lookup within $R, median of $PROBES probes ($ours_found rows)" "$ours_ms" ms "FAISS IndexBinaryMultiHash (recall $recall)" "$multi_ms"
     result "lookup within $R, median of $PROBES probes" "$ours_ms" ms "FAISS MultiHash exact (nflip 1, recall $exact_recall)" "$exact_ms"
     result "lookup within $R, median of $PROBES probes" "$ours_ms" ms "FAISS IndexBinaryFlat" "$flat_ms"
+    # the 10 nearest of the far codes (the first one untimed on both sides), the same distances
+    q -c "\\copy (SELECT i, $(far i) FROM generate_series(0, 21) i) TO '$OUT/far.tsv'"
+    read -r faiss_far_p50 faiss_far_max faiss_far_sum < <("$PYVENV/bin/python3" "$ROOT/bench/wide_codes_data.py" \
+        nearest "$OUT/codes.tsv" "$OUT/far.tsv" 10)
+    ours_far_sum=$(q -c "SELECT sum(d) FROM generate_series(1, 21) i,
+        LATERAL (SELECT code <~> $(far i) AS d FROM u ORDER BY code <~> $(far i) LIMIT 10) n")
+    [[ $ours_far_sum == "$faiss_far_sum" ]] || fail "the 10 nearest of the far codes: distances sum to $ours_far_sum through the index, $faiss_far_sum by FAISS"
+    result "10 nearest of 21 far codes, median (slowest $far_max ms)" "$far_p50" ms "FAISS IndexBinaryFlat (slowest $faiss_far_max ms)" "$faiss_far_p50"
     if [[ -n ${ALSO_BLOCKS:-} ]]; then
         # the same probes through an index cut into ALSO_BLOCKS substrings instead
         q -c "DROP INDEX u_code"

@@ -60,6 +60,15 @@ BEGIN
     IF null_keys > 0 THEN
         RAISE EXCEPTION 'minhash_pairs_distributed: key column has NULLs' USING ERRCODE = 'null_value_not_allowed';
     END IF;
+    -- every sketch must compare with every other, as minhash_pairs checks as it reads them:
+    -- otherwise only two sketches of different sizes meeting in a band would fail, or not
+    BEGIN
+        EXECUTE format('SELECT count(*) FROM %1$s, (SELECT %2$I AS first FROM %1$s WHERE %2$I IS NOT NULL LIMIT 1) f
+                        WHERE jaccard(%2$I, f.first) < 0', tbl, sketch_column);
+    EXCEPTION WHEN invalid_parameter_value THEN
+        RAISE EXCEPTION 'minhash_pairs_distributed: the sketches of % cannot all be compared with one another (%)', tbl, SQLERRM
+            USING ERRCODE = 'invalid_parameter_value';
+    END;
     -- the banding minhash_pairs uses: given, or chosen from the threshold ($1: the threshold,
     -- $2 and $3: bands and rows, bound as parameters so that the threshold is exact)
     banded := CASE WHEN bands IS NULL THEN 'lsh_bands(%1$s, $1)' ELSE 'lsh_bands(%1$s, $2, $3)' END;

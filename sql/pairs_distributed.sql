@@ -35,6 +35,7 @@ DECLARE
     shard_value text;
     shards bigint;
     every_shard boolean;
+    started timestamptz;
     suffix text;
     tasks text;
     parts text;
@@ -112,17 +113,22 @@ BEGIN
             EXECUTE format('ALTER TABLE %s ALTER COLUMN rows SET STORAGE EXTERNAL', parts);
             EXECUTE 'SELECT pg_catalog.create_distributed_table($1, ''part'', colocate_with => ''none'')'
                 USING parts::regclass;
-            RAISE DEBUG 'hamming_pairs_distributed: % shards of % cut into parts on the workers', shards, tbl;
             -- each shard cut where it is; Citus repartitions the parts between the workers
+            started := clock_timestamp();
             EXECUTE format('INSERT INTO %s SELECT p.part, p.rows FROM %s t,
                                 LATERAL hamming_pair_parts(t.shard::regclass, $1, $2, $3, $4, $5) p',
                            parts, tasks)
                 USING key_column, signature_column, max_distance, rows_with_code,
                       pg_size_bytes(current_setting('maintenance_work_mem'));
+            RAISE DEBUG 'hamming_pairs_distributed: % shards of % cut into parts on the workers and moved in % ms',
+                shards, tbl, round(extract(epoch FROM clock_timestamp() - started) * 1000);
+            started := clock_timestamp();
             RETURN QUERY EXECUTE format(
                 'SELECT r.a, r.b, r.distance
                  FROM (SELECT part, array_agg(rows) AS rows FROM %s GROUP BY part) g,
                       LATERAL hamming_part_pairs(g.rows) r', parts);
+            RAISE DEBUG 'hamming_pairs_distributed: the parts paired on the workers in % ms',
+                round(extract(epoch FROM clock_timestamp() - started) * 1000);
             EXECUTE format('DROP TABLE %s, %s', parts, tasks);
             RETURN;
         END IF;

@@ -475,5 +475,18 @@ for bad in "'sketches', 'id', 'nope', 0.8|42703" "'sketches', 'mh', 'mh', 0.8|42
     [[ $status != 0 ]] && grep -q "ERROR:  ${bad#*|}: " <<<"$err" || fail "(h) minhash_pairs_distributed(${bad%|*}): $err"
 done
 [[ $(q -c "SELECT count(*) FROM minhash_pairs_distributed('sketches', 'id', 'mh', NULL)") == 0 ]] || fail "(h) a NULL threshold returns rows"
-echo "check_citus: (h) ${want#*|} MinHash pairs at Jaccard 0.8: the band key self-join (DISTINCT on the coordinator), minhash_pairs on the distributed table and minhash_pairs_distributed (in 1 MB; also at 0.6 and with 10 bands of 8 rows) equal minhash_pairs on one server; no key table left; unknown columns, wrong types, bad thresholds and bandings refused ($((SECONDS - T0)) s)"
+# one sketch of another size among the rest: refused up front, as minhash_pairs refuses it
+# (a sketch that shares no band with the others would otherwise pass unnoticed)
+q >/dev/null <<'SQL'
+CREATE TABLE sketches_mixed (id bigint PRIMARY KEY, mh minhash_sketch);
+SELECT create_distributed_table('sketches_mixed', 'id');
+INSERT INTO sketches_mixed SELECT * FROM sketches_ref;
+INSERT INTO sketches_mixed VALUES (999999, minhash('a text unlike the others, of twelve words and more than eight of them', 40));
+SQL
+for f in minhash_pairs minhash_pairs_distributed; do
+    status=0
+    err=$(q -c "\set VERBOSITY verbose" -c "SELECT count(*) FROM $f('sketches_mixed', 'id', 'mh', 0.8)" 2>&1) || status=$?
+    [[ $status != 0 ]] && grep -q "ERROR:  22023: $f: .*compared" <<<"$err" || fail "(h) $f on sketches of two sizes: $err"
+done
+echo "check_citus: (h) ${want#*|} MinHash pairs at Jaccard 0.8: the band key self-join (DISTINCT on the coordinator), minhash_pairs on the distributed table and minhash_pairs_distributed (in 1 MB; also at 0.6 and with 10 bands of 8 rows) equal minhash_pairs on one server; no key table left; unknown columns, wrong types, bad thresholds and bandings, sketches of two sizes refused ($((SECONDS - T0)) s)"
 echo "check_citus: ok ($((SECONDS - T0)) s)"
