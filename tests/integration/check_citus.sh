@@ -394,6 +394,18 @@ for case in "docs|cut into parts on the workers" "docs_by_name|cut into parts on
     [[ $got == "$want_d" ]] || fail "(g) hamming_pairs_distributed('${case%|*}', ...) $got, hamming_pairs on the reference $want_d: $out"
     grep -q "DEBUG:  hamming_pairs_distributed: .*${case#*|}" <<<"$out" || fail "(g) hamming_pairs_distributed('${case%|*}', ...) did not say '${case#*|}': $out"
 done
+# cancelled at some point of its phases (statement timeouts from 10 ms up to its whole time):
+# ERROR 57014, nothing left behind (its tables roll back on every node), the next call exact
+cancelled=0
+for ms in 10 40 120 300 700; do
+    status=0
+    err=$(q -c "SET statement_timeout = '${ms}ms'" -c "SELECT count(*) FROM hamming_pairs_distributed('docs', 'id', 'fp', 3)" 2>&1) || status=$?
+    [[ $status == 0 ]] || grep -q "canceling statement due to statement timeout" <<<"$err" || fail "(g) hamming_pairs_distributed under a ${ms} ms timeout: $err"
+    [[ $status == 0 ]] || cancelled=$((cancelled + 1))
+done
+((cancelled > 0)) || fail "(g) no timeout cancelled hamming_pairs_distributed"
+[[ $(q -c "SELECT md5(string_agg(a || ':' || b || ':' || distance, ',' ORDER BY a, b)), count(*) FROM hamming_pairs_distributed('docs', 'id', 'fp', 3)") == "$want_d" ]] ||
+    fail "(g) hamming_pairs_distributed after cancelled calls differs from hamming_pairs on the reference"
 left=$(q -c "SELECT count(*) FROM pg_class WHERE relname LIKE 'neardup_pair_%'")/$(q -c "SELECT string_agg(result, ',') FROM run_command_on_workers(\$\$SELECT count(*) FROM pg_class WHERE relname LIKE 'neardup_pair_%'\$\$)")
 [[ $left == 0/0,0 ]] || fail "(g) hamming_pairs_distributed left tables behind (coordinator/workers): $left"
 # a plain table goes to hamming_pairs; wide codes and bad arguments are refused clearly
@@ -404,7 +416,7 @@ for bad in "'photos', 'id', 'pdq', 3|0A000" "'docs', 'id', 'nope', 3|42703" "'do
     err=$(q -c "\\set VERBOSITY verbose" -c "SELECT count(*) FROM hamming_pairs_distributed(${bad%|*})" 2>&1) || status=$?
     [[ $status != 0 ]] && grep -q "ERROR:  ${bad#*|}: hamming_" <<<"$err" || fail "(g) hamming_pairs_distributed(${bad%|*}): $err"
 done
-echo "check_citus: (g) hamming_pairs_distributed equals hamming_pairs on the reference in 1 MB of maintenance_work_mem, in parts on the workers (distributed by bigint, by text) and by join keys (by date) ($took_fn), leaves no table behind; plain tables go to hamming_pairs; wide codes (0A000), unknown columns, non-integer keys, bad distances refused"
+echo "check_citus: (g) hamming_pairs_distributed equals hamming_pairs on the reference in 1 MB of maintenance_work_mem, in parts on the workers (distributed by bigint, by text) and by join keys (by date) ($took_fn), leaves no table behind, also when cancelled ($cancelled of 5 statement timeouts from 10 to 700 ms); plain tables go to hamming_pairs; wide codes (0A000), unknown columns, non-integer keys, bad distances refused"
 # clusters: of the key self-join's pairs, and neardup_clusters given the distributed table
 out=$(q -c "SELECT (SELECT md5(string_agg(node || ':' || component, ',' ORDER BY node)) FROM neardup_components(\$q\$$pairs_sql\$q\$))
      = (SELECT md5(string_agg(node || ':' || component, ',' ORDER BY node)) FROM neardup_components('SELECT a, b FROM hamming_pairs(''docs_ref'', ''id'', ''fp'', 3)')),

@@ -300,11 +300,13 @@ const START: Step = Step::Table {
     leaf: None,
 };
 
-/// What a probe costs in leaves read in order, for a nearest-first pass: its descent and a
-/// leaf out of the way. Such a pass may read every row instead of probing its band (and
-/// keeps the next rows of the order either way): 11,000 probes of a band at 63 bits took 65
-/// ms where 47,000 leaves read in order took 70 (10 M uniform codes, bench/wide_codes_10m.sh).
-const PROBE_LEAVES_IN_A_PASS: f64 = 4.0;
+/// What a probe weighs in leaves read in order when a nearest-first pass chooses between
+/// probing its band and reading every row (which keeps the next rows of the order either
+/// way). A probe, a descent and a leaf out of the way, costs about four (11,152 probes of a
+/// band at 63 bits took about 60 ms, reading the 46,500 leaves of table 0 in order about
+/// 70, 10 M uniform codes, bench/wide_codes_10m.sh), and a band that holds too few rows is
+/// followed by a pass that reads every row anyway (there, 132 ms in all): twice that.
+const PROBE_LEAVES_IN_A_PASS: f64 = 8.0;
 
 /// How a lookup within `radius` of `center` reads each run (whole when `center` is `None`,
 /// or when its probes would cost more than its leaves, a probe costing `probe_leaves`);
