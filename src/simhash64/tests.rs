@@ -281,7 +281,8 @@ fn functions_are_strict_immutable_and_parallel_safe() {
            -- These read or write tables (or build an index AM; the *_pairs_distributed
            -- functions create and drop one), or read a setting (b_similar, the % operator, like
            -- pg_trgm's), so they are rightly not immutable.
-           AND p.proname NOT IN ('hamming_pairs', 'hamming_pairs_distributed', 'minhash_pairs', 'minhash_pairs_distributed',
+           AND p.proname NOT IN ('hamming_pairs', 'hamming_pairs_distributed', 'hamming_pair_parts',
+                                 'minhash_pairs', 'minhash_pairs_distributed',
                                  'hamming_index_check', 'hamming_amhandler',
                                  'neardup_components', 'neardup_clusters', 'neardup_track_clusters',
                                  'neardup_cluster_tracking', 'neardup_cluster_tracking_install', 'b_similar')
