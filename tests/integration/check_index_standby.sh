@@ -270,6 +270,8 @@ trap 'cleanup_loaders; cleanup' EXIT
 {
     echo "\\set ON_ERROR_STOP 0"
     echo "\\set VERBOSITY verbose"
+    # the session's backend, to find in the standby's log why it ended if it did
+    echo "SELECT 'PID ' || pg_backend_pid();"
     for pid in $(seq 50); do
         ball="SELECT count(*) FROM probes p JOIN stream d ON d.fp <@ hamming_ball(p.fp::simhash64, 3) WHERE p.pid = $pid;"
         for settings in "$force_bitmap" "$force_index"; do
@@ -329,10 +331,15 @@ stream_round() {
         # Without feedback, PostgreSQL may end a standby session for a conflict with
         # recovery (FATAL 40001, when it comes between two statements, or while the
         # session starts) rather than cancel a query: the round ends there, and the next
-        # one asks again.
+        # one asks again. psql prints the FATAL, or, when the session ended while psql
+        # was between two statements, only that the server closed the connection: then
+        # the standby's log says why it ended.
         if [[ $(grep -c "^SQLSTATE " "$STANDBY/lookups.out") != 170 ]]; then
-            [[ $feedback == off ]] && grep -qE "FATAL: +(40001: terminating connection|canceling statement) due to conflict with recovery" "$STANDBY/lookups.out" ||
-                fail "[$STAGE] a round of standby lookups broke off: $(tail -3 "$STANDBY/lookups.out")"
+            backend=$(sed -n 's/^PID \([0-9]*\)$/\1/p' "$STANDBY/lookups.out")
+            [[ $feedback == off ]] && {
+                grep -qE "FATAL: +(40001: terminating connection|canceling statement) due to conflict with recovery" "$STANDBY/lookups.out" ||
+                    { [[ -n $backend ]] && grep -qF "[$backend] FATAL:  terminating connection due to conflict with recovery" "$STANDBY/server.log"; }
+            } || fail "[$STAGE] a round of standby lookups broke off: $(tail -3 "$STANDBY/lookups.out")"
             TERMINATED=$((TERMINATED + 1))
         fi
         # Replay cancels (or waits for) the queries that could read garbage before it
