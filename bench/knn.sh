@@ -11,7 +11,16 @@
 #       enable_indexscan = off (a serial seq scan + top-N sort); both answers must have the
 #       same distances (100 % recall);
 #   (b) the same as one LATERAL join of the far queries;
-#   (c) LIMIT 1000, which reads deeper (one or two passes).
+#   (c) LIMIT 1000, which reads deeper (one or two passes);
+#   (d) the same LIMIT 10 queries by FAISS IndexBinaryFlat (a flat scan of the codes in its
+#       own memory, one thread, each query alone; the distances checked equal), in the
+#       virtualenv PYVENV (default /tmp/pyvenv, made once with faiss-cpu); FAISS=0 skips it;
+#   (e) pgvector's HNSW (`bit_hamming_ops` on the codes as bit(64), pgvector's defaults
+#       m = 16, ef_construction = 64) at ef_search 40 (its default) and 200: p50, p99 and
+#       recall@10 (the share of the 10 rows returned that are within the exact 10th
+#       distance), with its build time and size beside the hamming index's. Runs when the
+#       server has pgvector 0.7 or later (0.8.6 builds from its source:
+#       `make PG_CONFIG=... install`); HNSW=0 skips it (its build takes ~5 min at 1 M).
 # The nearest distance of each query is computed by brute force and its distribution
 # printed. Usage: bench/knn.sh     ROWS=200000 QUERIES=20 bench/knn.sh
 # PLOT_DIR=docs/plots PLOT_PYTHON=VENV/bin/python: adds this ROWS to docs/plots/knn_limit10.csv
@@ -31,10 +40,11 @@ q() { psql -XqAt -v ON_ERROR_STOP=1 "$@"; }
 
 echo "== generating $ROWS uniformly random fingerprints and $QUERIES queries"
 q -c "CREATE EXTENSION neardup" -f "$ROOT/tests/integration/fingerprint_functions.sql"
-gen_ms=$(wall_ms "SELECT setseed(0.42)" "CREATE TABLE docs (id bigserial, fp simhash64)" \
-    "INSERT INTO docs (fp) SELECT rnd64()::simhash64 FROM generate_series(1, $ROWS)" \
-    "CREATE INDEX docs_fp ON docs USING hamming (fp)" "VACUUM ANALYZE docs")
-echo "   $(q -c "SELECT count(*) FROM docs") rows generated and indexed in $((gen_ms / 1000)) s"
+wall_ms "SELECT setseed(0.42)" "CREATE TABLE docs (id bigserial, fp simhash64)" \
+    "INSERT INTO docs (fp) SELECT rnd64()::simhash64 FROM generate_series(1, $ROWS)" >/dev/null
+build_ms=$(wall_ms "CREATE INDEX docs_fp ON docs USING hamming (fp)")
+q -c "VACUUM ANALYZE docs"
+echo "   $(q -c "SELECT count(*) FROM docs") rows generated, indexed in $(awk -v ms="$build_ms" 'BEGIN { printf "%.1f", ms / 1000 }') s ($(q -c "SELECT pg_size_pretty(pg_relation_size('docs_fp'))"))"
 q >/dev/null <<SQL
 SELECT setseed(0.7);
 CREATE TABLE queries AS
@@ -115,6 +125,70 @@ for s in p50 p99; do
     result "kNN LIMIT 1000, far queries, $s" "$(stat index 1000 far $s)" ms "seq scan + top-N sort, $s" "$(stat seq 1000 far $s)"
 done
 result "recall of LIMIT 1000 (same distances)" "$(recall 1000)" % - ""
+
+# index_stat KIND FUNC: a statistic of the index's LIMIT 10 times for the baselines below.
+index_stat() { stat index 10 "$1" "$2"; }
+
+if [[ ${FAISS:-1} != 0 ]]; then
+    echo "== (d) the same LIMIT 10 queries by FAISS IndexBinaryFlat (one thread)"
+    PYVENV=${PYVENV:-/tmp/pyvenv}
+    python_venv "$PYVENV" "faiss" faiss-cpu numpy
+    q -c "COPY (SELECT fp::bigint FROM docs ORDER BY id) TO STDOUT" >"$DIR/codes.txt"
+    q -F ' ' -c "SELECT qid, kind, q::bigint FROM queries ORDER BY qid" >"$DIR/queries.txt"
+    while read -r kind p50 p99 total; do
+        ours=$(q -c "SELECT sum(d) FROM answers a JOIN queries USING (qid), unnest(a.dists) d WHERE a.mode = 'index' AND a.n = 10 AND kind = '$kind'")
+        [[ $ours == "$total" ]] || echo "   MISMATCH: the $kind queries' distances sum to $ours through the index, $total by FAISS"
+        for s in p50 p99; do
+            v=$p50
+            [[ $s == p99 ]] && v=$p99
+            result "kNN LIMIT 10, $kind queries, $s" "$(index_stat "$kind" $s)" ms "FAISS IndexBinaryFlat, $s" "$v"
+        done
+    done < <("$PYVENV/bin/python3" "$ROOT/bench/knn_faiss.py" "$DIR/codes.txt" "$DIR/queries.txt" 10)
+    rm -f "$DIR/codes.txt" "$DIR/queries.txt"
+fi
+
+pgvector=$(q -c "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'")
+if [[ ${HNSW:-1} != 0 && -n $pgvector && $(printf '%s\n0.7.0\n' "$pgvector" | sort -V | head -1) == 0.7.0 ]]; then
+    echo "== (e) pgvector $pgvector HNSW (bit_hamming_ops, m 16, ef_construction 64), approximate"
+    q -c "CREATE EXTENSION vector" -c "CREATE TABLE vdocs AS SELECT id, fp::bigint::bit(64) AS v FROM docs"
+    hnsw_ms=$(wall_ms "SET maintenance_work_mem = '4GB'" "CREATE INDEX vdocs_v ON vdocs USING hnsw (v bit_hamming_ops)")
+    q -c "VACUUM ANALYZE vdocs"
+    hnsw_plan=$(q -c "EXPLAIN (COSTS OFF) SELECT id FROM vdocs ORDER BY v <~> B'$(printf '%064d' 0)' LIMIT 10")
+    grep -q "Index Scan using vdocs_v" <<<"$hnsw_plan" || echo "   NOTE: the planner did not pick HNSW"
+    q >/dev/null <<'SQL'
+CREATE FUNCTION hnsw_knn(ef int) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE r record; d int[]; t0 timestamptz; qv bit(64);
+BEGIN
+    PERFORM set_config('hnsw.ef_search', ef::text, true);
+    FOR r IN SELECT qid, q FROM queries ORDER BY qid LOOP
+        qv := r.q::bigint::bit(64);
+        t0 := clock_timestamp();
+        SELECT array_agg(dist ORDER BY dist) INTO d
+            FROM (SELECT (x.v <~> qv)::int AS dist FROM vdocs x ORDER BY x.v <~> qv LIMIT 10) s;
+        INSERT INTO answers VALUES ('hnsw' || ef, 10, r.qid, d, extract(epoch FROM clock_timestamp() - t0) * 1000);
+    END LOOP;
+END $$;
+SQL
+    # recall@10: the rows returned within the exact 10th distance (ties there all count), of 10.
+    hnsw_recall() {
+        q -c "SELECT round(avg(least((SELECT count(*) FROM unnest(h.dists) d WHERE d <= s.dists[10]), 10) / 10.0), 3)
+              FROM answers h JOIN answers s ON s.qid = h.qid AND s.mode = 'seq' AND s.n = 10 JOIN queries k ON k.qid = h.qid
+              WHERE h.mode = 'hnsw$1' AND kind = '$2'"
+    }
+    q -c "SELECT hnsw_knn(40)" -c "DELETE FROM answers WHERE mode = 'hnsw40'" >/dev/null
+    for ef in 40 200; do
+        q -c "SELECT hnsw_knn($ef)" >/dev/null
+        for kind in far near; do
+            for s in p50 p99; do
+                result "kNN LIMIT 10, $kind queries, $s (exact)" "$(index_stat "$kind" $s)" ms \
+                    "HNSW ef_search $ef, $s (recall $(hnsw_recall "$ef" "$kind"))" "$(stat "hnsw$ef" 10 "$kind" "$s")"
+            done
+        done
+    done
+    result "index build" "$(awk -v ms="$build_ms" 'BEGIN { printf "%.1f", ms / 1000 }')" s "HNSW build" "$((hnsw_ms / 1000))"
+    result "index size" "$(q -c "SELECT pg_relation_size('docs_fp') / 1048576")" MiB "HNSW size" \
+        "$(q -c "SELECT pg_relation_size('vdocs_v') / 1048576")"
+fi
 
 echo
 echo "== summary ($ROWS rows, $QUERIES queries; $((SECONDS - T0)) s in all)"

@@ -1,13 +1,9 @@
 #!/usr/bin/env bash
 # The hamming index on PDQ codes beside an HNSW graph, pgvector's approximate index, on the
 # same rows in one run (issue 21 asks for pgvector's HNSW `bit_hamming_ops`).
-#   The PostgreSQL 16 of PyPI's pgserver wheel (scripts/pg_server.sh 16) bundles pgvector
-#   0.6.2, the only pgvector this machine can reach, and `bit` indexing came in 0.7.0. So each
-#   code is also stored as vector(256) of its bits (0 or 1), indexed by HNSW with
-#   vector_l2_ops: between such vectors the squared L2 distance IS the Hamming distance, and
-#   HNSW builds and searches its graph by comparing distances only, so the graph is the one
-#   `bit_hamming_ops` would build (up to ties) and its recall is the one it would have. Its
-#   times are not: a distance reads 1 KiB of floats instead of 32 bytes.
+#   Each code is also stored as bit(256), indexed by HNSW with `bit_hamming_ops` (pgvector
+#   0.7 or later in the PostgreSQL of PG_CONFIG: 0.8.6 builds from its source with
+#   `make PG_CONFIG=... install`).
 #   Data: the N PDQ codes of bench/wide_codes.sh (made as it makes them); PROBES of its near
 #   copies are taken out of the table and asked for as new images: every row within R bits of
 #   each (a range search is ORDER BY distance LIMIT ef_search, filtered, as pgvector's users
@@ -18,8 +14,6 @@
 # Usage (as root): N=100000 R=31 bench/wide_codes_hnsw.sh   (SKIP_INSTALL=1 keeps the installed
 # build; the codes in OUT are reused when they are N)
 source "$(dirname "$0")/lib.sh"
-PG_CONFIG=$("$ROOT/scripts/pg_server.sh" 16)
-source "$ROOT/scripts/cluster.sh"
 DIR=/tmp/neardup-bench-wide-hnsw
 OUT=${OUT:-/tmp/neardup-bench-wide-out}
 N=${N:-100000}
@@ -46,23 +40,21 @@ q -c "CREATE TABLE pdq (id bigint PRIMARY KEY, code hash256, kind text, source b
     -c "\\copy pdq FROM '$OUT/pdq.tsv'" \
     -c "CREATE TABLE probe AS SELECT id, code FROM pdq WHERE kind = 'near' ORDER BY id % 977, id LIMIT $PROBES" \
     -c "DELETE FROM pdq WHERE id IN (SELECT id FROM probe)" \
-    -c "ALTER TABLE pdq ADD COLUMN bits vector(256)" \
-    -c "UPDATE pdq SET bits = ('[' || array_to_string(string_to_array(code::bit(256)::text, NULL), ',') || ']')::vector" \
-    -c "ALTER TABLE probe ADD COLUMN bits vector(256)" \
-    -c "UPDATE probe SET bits = ('[' || array_to_string(string_to_array(code::bit(256)::text, NULL), ',') || ']')::vector" \
+    -c "ALTER TABLE pdq ADD COLUMN bits bit(256)" -c "UPDATE pdq SET bits = code::bit(256)" \
+    -c "ALTER TABLE probe ADD COLUMN bits bit(256)" -c "UPDATE probe SET bits = code::bit(256)" \
     -c "VACUUM ANALYZE pdq" -c "VACUUM ANALYZE probe"
-[[ $(q -c "SELECT count(*) FROM pdq p, probe b WHERE p.id % 1000 = 1 AND round((p.bits <-> b.bits) ^ 2) <> hamming(p.code, b.code)") == 0 ]] ||
-    fail "the squared L2 distance of the bit vectors is not the Hamming distance"
+[[ $(q -c "SELECT count(*) FROM pdq p, probe b WHERE p.id % 1000 = 1 AND (p.bits <~> b.bits) <> hamming(p.code, b.code)") == 0 ]] ||
+    fail "pgvector's Hamming distance of the bit strings is not the codes'"
 
 hamming_ms=$(wall_ms "CREATE INDEX pdq_hamming ON pdq USING hamming (code) WITH (max_distance = $R)")
-hnsw_ms=$(wall_ms "CREATE INDEX pdq_hnsw ON pdq USING hnsw (bits vector_l2_ops)")
+hnsw_ms=$(wall_ms "CREATE INDEX pdq_hnsw ON pdq USING hnsw (bits bit_hamming_ops)")
 result "build, $((N - PROBES)) rows: hamming index" "$hamming_ms" ms "HNSW (m 16, ef_construction 64)" "$hnsw_ms"
 result "bytes a row: hamming index" "$(q -c "SELECT pg_relation_size('pdq_hamming') / count(*) FROM pdq")" B \
-    "HNSW on vector(256)" "$(q -c "SELECT pg_relation_size('pdq_hnsw') / count(*) FROM pdq")"
+    "HNSW on bit(256)" "$(q -c "SELECT pg_relation_size('pdq_hnsw') / count(*) FROM pdq")"
 
 # each probe's statement, by the hamming index (exact) or by HNSW at ef_search EF
 exact_sql() { echo "SELECT id FROM pdq WHERE code <@ hamming_ball('$1'::hash256, $R)"; }
-hnsw_sql() { echo "SELECT id FROM (SELECT id, bits <-> '$1' AS d FROM pdq ORDER BY bits <-> '$1' LIMIT $2) n WHERE d * d < $R + 0.5"; }
+hnsw_sql() { echo "SELECT id FROM (SELECT id, bits <~> B'$1' AS d FROM pdq ORDER BY bits <~> B'$1' LIMIT $2) n WHERE d <= $R"; }
 probe_codes=$(q -c "SELECT code FROM probe ORDER BY id")
 probe_bits=$(q -c "SELECT bits FROM probe ORDER BY id")
 per_probe() { # FUNCTION [ARG]: the statement of every probe, from its code or its bits

@@ -498,8 +498,9 @@ fn wide_index_lookups_and_nearest_equal_brute_force() {
         let rows = Spi::get_one::<i64>(&format!("SELECT count(*) FROM {table}")).unwrap().unwrap();
         assert_wide_nearest_exact(table, &q, rows + 5);
     }
-    // More rows than a pass that reads every row keeps (4,096, then 8,192): the first such
-    // pass stops at the distance where 4,096 are reached, the next one goes on from there.
+    // More rows than the passes that read every row keep (256, 1,024, 4,096, then 16,384):
+    // each such pass stops at the distance where its target is reached, the next one goes
+    // on from there.
     Spi::run(
         "CREATE TABLE many AS SELECT g AS id, pg_temp.rbits(g + 7000000)::hash256 AS code
              FROM generate_series(1, 9000) g;

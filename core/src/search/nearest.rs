@@ -211,16 +211,21 @@ pub struct Selected<T> {
     pub next: Option<Start<T>>,
 }
 
-/// The target of pass number `pass` (from 0): `first`, doubled at every pass up to `cap`.
-/// A `LIMIT n` consumer usually needs only the first, small pass; one that reads on pays a
-/// pass over the table per few buckets, and the doubling keeps that to a few dozen passes
-/// for a full order without holding more than `cap` rows.
+/// The target of pass number `pass` (from 0): `first`, times `PASS_GROWTH` at every pass
+/// up to `cap`. A `LIMIT n` consumer usually needs only the first, small pass; one that
+/// reads on pays a whole pass over the table for each further one, so they grow fast: a
+/// few passes reach any usual LIMIT, and a full order takes a few dozen without holding
+/// more than `cap` rows.
 pub fn pass_target(pass: u32, first: usize, cap: usize) -> usize {
+    let growth = PASS_GROWTH.checked_pow(pass).unwrap_or(usize::MAX);
     first
         .max(1)
-        .saturating_mul(1usize.checked_shl(pass).unwrap_or(usize::MAX))
+        .saturating_mul(growth)
         .min(cap.max(first).max(1))
 }
+
+/// How much each pass's target exceeds the one before.
+pub const PASS_GROWTH: usize = 4;
 
 /// The passes an order over `rows` uniformly random fingerprints from distance `from` to
 /// the end takes (the cost model's estimate of a full order): the distances of random
@@ -452,9 +457,9 @@ mod tests {
     }
 
     #[test]
-    fn targets_double_up_to_the_cap() {
-        let targets: Vec<usize> = (0..6).map(|p| pass_target(p, 1000, 10_000)).collect();
-        assert_eq!(targets, vec![1000, 2000, 4000, 8000, 10_000, 10_000]);
+    fn targets_grow_up_to_the_cap() {
+        let targets: Vec<usize> = (0..5).map(|p| pass_target(p, 1000, 100_000)).collect();
+        assert_eq!(targets, vec![1000, 4000, 16_000, 64_000, 100_000]);
         assert_eq!(pass_target(200, 4096, 1 << 20), 1 << 20);
         assert_eq!(pass_target(0, 0, 0), 1);
     }

@@ -31,13 +31,14 @@ pub struct Hit {
     pub tid: Tid,
 }
 
-/// The first pass keeps about this many rows: enough for any usual LIMIT, small enough to
-/// cost little but the read. Each further pass doubles it, up to work_mem. A pass keeps
-/// every row nearer than its cutoff when it reads it, and the cutoff narrows as the pass
-/// reads on, so a larger target keeps (and then drops) many more rows: over 1 M random
-/// codes about 10,000 at 1,024 and 33,000 at 4,096 (a LIMIT 10 query took a third less
-/// at 1,024, bench/knn.sh).
-pub const FIRST_PASS_ROWS: usize = 1024;
+/// The first pass keeps about this many rows: enough for a LIMIT 10 or 100, small enough
+/// to cost little but the read. Each further pass takes `PASS_GROWTH` times more, up to
+/// work_mem. A pass keeps every row nearer than its cutoff when it reads it, and the
+/// cutoff narrows as the pass reads on, so a larger target keeps (and then drops) many
+/// more rows, about target × ln(rows / target): over 1 M random codes a LIMIT 10 query
+/// took 1.90 ms at 1,024 and 1.57 ms at 256, a third less again than at 4,096
+/// (bench/knn.sh).
+pub const FIRST_PASS_ROWS: usize = 256;
 
 /// The most rows a pass keeps: work_mem's worth (half of it, as a pass may hold twice its
 /// target before it cuts).
@@ -178,7 +179,11 @@ fn pass(
         (Some(fp), Some(q)) => hamming(fp, q),
         _ => NULL_BUCKET,
     };
-    let mut pass = NearestPass::new(start, target, |a: &Hit, b: &Hit| compare(a, b, order_by));
+    // The pass orders rows of one distance to the first ORDER BY: by the others, then TID.
+    let within_distance = order_by.get(1..).unwrap_or_default();
+    let mut pass = NearestPass::new(start, target, |a: &Hit, b: &Hit| {
+        compare(a, b, within_distance)
+    });
     let runs = cache.meta.runs.iter().zip(&cache.layouts).zip(&cache.parts);
     for ((run, layout), parts) in runs {
         let table = &layout.tables()[0];
