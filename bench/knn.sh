@@ -20,7 +20,9 @@
 #       recall@10 (the share of the 10 rows returned that are within the exact 10th
 #       distance), with its build time and size beside the hamming index's. Runs when the
 #       server has pgvector 0.7 or later (0.8.6 builds from its source:
-#       `make PG_CONFIG=... install`); HNSW=0 skips it (its build takes ~5 min at 1 M).
+#       `make PG_CONFIG=... install`); HNSW=0 skips it (its build takes ~5 min at 1 M);
+#   (f) LIMIT 10 again after 10 % more rows were inserted (ANALYZE only: the index as the
+#       inserts and their merges left it), against the seq scan of the grown table.
 # The nearest distance of each query is computed by brute force and its distribution
 # printed. Usage: bench/knn.sh     ROWS=200000 QUERIES=20 bench/knn.sh
 # PLOT_DIR=docs/plots PLOT_PYTHON=VENV/bin/python: adds this ROWS to docs/plots/knn_limit10.csv
@@ -189,6 +191,20 @@ SQL
     result "index size" "$(q -c "SELECT pg_relation_size('docs_fp') / 1048576")" MiB "HNSW size" \
         "$(q -c "SELECT pg_relation_size('vdocs_v') / 1048576")"
 fi
+
+echo "== (f) LIMIT 10 after $((ROWS / 10)) more rows were inserted"
+q -c "SELECT setseed(0.9)" -c "INSERT INTO docs (fp) SELECT rnd64()::simhash64 FROM generate_series(1, $ROWS / 10)" \
+    -c "ANALYZE docs"
+q -c "SELECT knn('grown', 10)" >/dev/null
+PGOPTIONS=$seqopts q -c "SELECT knn('grown seq', 10)" >/dev/null
+grown_recall=$(q -c "SELECT round(100.0 * count(*) FILTER (WHERE i.dists = s.dists) / count(*), 1) FROM answers i
+    JOIN answers s ON s.qid = i.qid AND s.n = 10 AND s.mode = 'grown seq' WHERE i.mode = 'grown' AND i.n = 10")
+for kind in far near; do
+    for s in p50 p99; do
+        result "kNN LIMIT 10 after +10 %, $kind queries, $s" "$(stat grown 10 $kind $s)" ms "seq scan + top-N sort, $s" "$(stat 'grown seq' 10 $kind $s)"
+    done
+done
+result "recall of LIMIT 10 after +10 % (same distances)" "$grown_recall" % - ""
 
 echo
 echo "== summary ($ROWS rows, $QUERIES queries; $((SECONDS - T0)) s in all)"
