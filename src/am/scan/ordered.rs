@@ -36,8 +36,8 @@ pub struct Hit {
 /// work_mem. A pass keeps every row nearer than its cutoff when it reads it, and the
 /// cutoff narrows as the pass reads on, so a larger target keeps (and then drops) many
 /// more rows, about target × ln(rows / target): over 1 M random codes a LIMIT 10 query
-/// took 1.90 ms at 1,024 and 1.57 ms at 256, a third less again than at 4,096
-/// (bench/knn.sh).
+/// took 1.57 ms at 256 and 1.90 ms at 1,024 (bench/knn.sh), which had taken a third less
+/// than 4,096.
 pub const FIRST_PASS_ROWS: usize = 256;
 
 /// The most rows a pass keeps: work_mem's worth (half of it, as a pass may hold twice its
