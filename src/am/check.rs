@@ -33,7 +33,7 @@ use super::run;
 use crate::support::memory::RowBudget;
 use neardup_core::search::code_tables::{Code, Tables};
 use neardup_core::search::index_page::{
-    children, entries, Dead, Entry, Meta, Rest, Run, Tid, NO_BLOCK,
+    children, Dead, Entry, Leaf, Meta, Rest, Run, Tid, NO_BLOCK,
 };
 use neardup_core::search::prefix_bitmap::PrefixBitmap;
 use neardup_core::search::table_parts::Parts;
@@ -496,8 +496,9 @@ fn check_tree<P: Rest>(
     let mut previous = 0u64;
     for (block, bound) in under {
         let locked = page::read_owned(rel, block, Kind::Table, r.id);
-        // SAFETY: a locked leaf.
-        for e in entries::<P>(unsafe { page::contents(locked.page()) }) {
+        // SAFETY: a locked leaf of entries carrying `P`.
+        let leaf: Leaf<P> = unsafe { page::leaf(locked.page()) };
+        for e in leaf.entries() {
             if e.key < previous || e.key < bound {
                 corrupt(format!(
                     "run {} tree {t}: keys out of order at block {block}",

@@ -9,10 +9,11 @@
 //!  | next u32  | owner u32 | kind u16 | table u16 | level u16 | page id 0xFF8B |
 //!  +-----------+-----------+----------+-----------+-----------+----------------+
 //!  next: the next leaf or pending page; owner: the id of the run or list the page belongs
-//!  to; level: 1 for a directory page whose children are leaves, 2 above those, ...
+//!  to; level: 1 for a directory page whose children are leaves, 2 above those, ...; on a
+//!  leaf, its layout (`LeafLayout`): 0 rows, 1 columns (format 5, 64-bit codes only)
 //! ```
 
-use neardup_core::search::index_page::{self, NO_BLOCK};
+use neardup_core::search::index_page::{self, Entry, Leaf, LeafLayout, Rest, NO_BLOCK};
 use neardup_core::search::prefix_bitmap::BITMAP_BYTES;
 use pgrx::pg_sys;
 use std::mem::size_of;
@@ -71,7 +72,24 @@ impl Role {
             level: 0,
         }
     }
+
+    /// A leaf of tree `table` of run `owner`, its entries laid out as `layout`.
+    pub fn leaf(owner: u32, table: u16, layout: LeafLayout) -> Role {
+        Role {
+            kind: Kind::Table,
+            owner,
+            table,
+            level: match layout {
+                LeafLayout::Rows => 0,
+                LeafLayout::Columns => LEAF_COLUMNS,
+            },
+        }
+    }
 }
+
+/// A leaf's `level` when its entries are laid out as columns (a leaf has no level in a
+/// directory; older formats wrote 0 there, which reads as rows).
+const LEAF_COLUMNS: u16 = 1;
 
 /// Formats `page` as an empty page of `role`.
 ///
@@ -150,6 +168,28 @@ pub unsafe fn next(page: pg_sys::Page) -> u32 {
 
 pub unsafe fn set_next(page: pg_sys::Page, next: u32) {
     unsafe { (*tail_ptr(page)).next = next }
+}
+
+/// A leaf's layout, its entries being `entry_size` bytes; an ERROR if the page names a
+/// layout this build does not know, or columns for codes wider than 64 bits (never
+/// written).
+///
+/// # Safety
+/// `page` is a locked leaf.
+pub unsafe fn leaf_layout(page: pg_sys::Page, entry_size: usize) -> LeafLayout {
+    match unsafe { (*tail_ptr(page)).level } {
+        0 => LeafLayout::Rows,
+        LEAF_COLUMNS if entry_size == index_page::ENTRY_SIZE => LeafLayout::Columns,
+        other => pgrx::error!("hamming index page is corrupt (leaf layout {other})"),
+    }
+}
+
+/// The entries of a leaf, in its layout (see `leaf_layout`).
+///
+/// # Safety
+/// `page` is a locked leaf of an index whose entries carry `P`.
+pub unsafe fn leaf<'a, P: Rest>(page: pg_sys::Page) -> Leaf<'a, P> {
+    unsafe { Leaf::new(contents(page), leaf_layout(page, Entry::<P>::SIZE)) }
 }
 
 /// The first 8 bytes after the page header, whatever the page's special space says.
@@ -323,6 +363,41 @@ pub fn read_owned(index: pg_sys::Relation, block: u32, kind: Kind, owner: u32) -
         block,
         pg_sys::BUFFER_LOCK_SHARE,
     );
+    check_owned(locked, block, kind, owner)
+}
+
+/// `read_owned`, trying `recent` first: the buffer where this backend last found `block`.
+/// A buffer that still holds it is pinned without a lookup in the buffer mapping table
+/// (PostgreSQL's `ReadRecentBuffer` checks the buffer's tag under its header lock, so a
+/// stale hint only misses); that lookup was an eighth of a pass nearest first, which reads
+/// every leaf of a table. A block of a temporary index (local buffers) is read as usual.
+pub fn read_owned_recent(
+    index: pg_sys::Relation,
+    block: u32,
+    kind: Kind,
+    owner: u32,
+    recent: pg_sys::Buffer,
+) -> Locked {
+    // SAFETY: the index is open and locked by the caller; a positive hint is a shared
+    // buffer number this backend had, which ReadRecentBuffer checks before pinning it.
+    let pinned = recent > 0
+        && unsafe {
+            #[cfg(feature = "pg15")]
+            let file = (*index).rd_node;
+            #[cfg(not(feature = "pg15"))]
+            let file = (*index).rd_locator;
+            pg_sys::ReadRecentBuffer(file, pg_sys::ForkNumber::MAIN_FORKNUM, block, recent)
+        };
+    if !pinned {
+        return read_owned(index, block, kind, owner);
+    }
+    // SAFETY: pinned above; the lock is released with the pin when `Locked` drops.
+    unsafe { pg_sys::LockBuffer(recent, pg_sys::BUFFER_LOCK_SHARE as i32) };
+    check_owned(Locked { buffer: recent }, block, kind, owner)
+}
+
+/// `locked` if it is a page of `kind` owned by `owner`; else an ERROR (see `read_owned`).
+fn check_owned(locked: Locked, block: u32, kind: Kind, owner: u32) -> Locked {
     // SAFETY: a locked page of the index.
     let same = unsafe {
         !is_new(locked.page())

@@ -11,12 +11,13 @@ use super::page::{self, Kind, Locked, Role, Xlog};
 use super::registry::{Registry, REGISTRY_BLOCK};
 use neardup_core::search::code_tables::Tables;
 use neardup_core::search::index_page::{
-    child_for, entries, write_child, Entry, Garbage, Meta, Rest, Run, Tid, Tree, CHILDREN_PER_PAGE,
-    CHILD_SIZE, NO_BLOCK,
+    child_for, entries, write_child, write_columns, Entry, Garbage, Leaf, LeafLayout, Meta, Rest,
+    Run, Tid, Tree, CHILDREN_PER_PAGE, CHILD_SIZE, NO_BLOCK,
 };
 use neardup_core::search::prefix_bitmap::{PrefixBitmap, CHILDREN_BESIDE_BITMAP};
 use neardup_core::search::table_parts::Parts;
 use pgrx::pg_sys;
+use std::collections::HashMap;
 
 /// Where new pages come from and how they reach the WAL.
 pub struct PageWriter {
@@ -160,6 +161,8 @@ struct Chain {
     role: Role,
     item: usize,
     buf: Vec<u8>,
+    /// For a chain of leaves laid out as columns, the page as written.
+    columns: Option<Vec<u8>>,
     block: u32,
     first: u32,
     pages: u32,
@@ -169,11 +172,12 @@ struct Chain {
 }
 
 impl Chain {
-    fn new(role: Role, item: usize, keep_heads: bool) -> Chain {
+    fn new(role: Role, item: usize, layout: LeafLayout, keep_heads: bool) -> Chain {
         Chain {
             role,
             item,
             buf: Vec::with_capacity(page::CONTENTS),
+            columns: (layout == LeafLayout::Columns).then(|| vec![0; page::CONTENTS]),
             block: NO_BLOCK,
             first: NO_BLOCK,
             pages: 0,
@@ -185,7 +189,7 @@ impl Chain {
     fn push(&mut self, out: &mut PageWriter, item: &[u8]) {
         if self.buf.len() + self.item > page::CONTENTS {
             let next = out.allocate();
-            out.write(self.block, self.role, next, &self.buf);
+            self.write_page(out, next);
             self.buf.clear();
             self.block = next;
             self.pages += 1;
@@ -201,10 +205,23 @@ impl Chain {
         self.buf.extend_from_slice(item);
     }
 
+    /// Writes the page filled so far, linked to `next`.
+    fn write_page(&mut self, out: &mut PageWriter, next: u32) {
+        let contents = match &mut self.columns {
+            Some(columns) => {
+                let columns = &mut columns[..self.buf.len()];
+                write_columns(&self.buf, columns);
+                columns
+            }
+            None => &self.buf[..],
+        };
+        out.write(self.block, self.role, next, contents);
+    }
+
     /// Writes the last page; returns (first block, pages, heads).
     fn finish(mut self, out: &mut PageWriter) -> (u32, u32, Vec<(Vec<u8>, u32)>) {
         if self.block != NO_BLOCK {
-            out.write(self.block, self.role, NO_BLOCK, &self.buf);
+            self.write_page(out, NO_BLOCK);
         }
         (self.first, self.pages, std::mem::take(&mut self.heads))
     }
@@ -222,16 +239,16 @@ pub struct TreeWriter<P: Rest> {
 
 impl<P: Rest> TreeWriter<P> {
     pub fn new(owner: u32, table: u16) -> TreeWriter<P> {
-        let role = Role {
-            kind: Kind::Table,
-            owner,
-            table,
-            level: 0,
-        };
+        let layout = LeafLayout::written(P::WORDS);
         TreeWriter {
             owner,
             table,
-            leaves: Chain::new(role, Entry::<P>::SIZE, true),
+            leaves: Chain::new(
+                Role::leaf(owner, table, layout),
+                Entry::<P>::SIZE,
+                layout,
+                true,
+            ),
             prefixes: PrefixBitmap::default(),
             rest: std::marker::PhantomData,
         }
@@ -302,7 +319,8 @@ pub const MAX_ENTRY_SIZE: usize = neardup_core::search::index_page::entry_size(3
 /// Writes the rows whose code is NULL as a chain of pending pages owned by `owner`;
 /// returns its first block and pages.
 pub fn write_nulls<P: Rest>(out: &mut PageWriter, owner: u32, nulls: &[Tid]) -> (u32, u32) {
-    let mut chain = Chain::new(Role::new(Kind::Pending, owner), Entry::<P>::SIZE, false);
+    let role = Role::new(Kind::Pending, owner);
+    let mut chain = Chain::new(role, Entry::<P>::SIZE, LeafLayout::Rows, false);
     let mut bytes = [0u8; MAX_ENTRY_SIZE];
     let bytes = &mut bytes[..Entry::<P>::SIZE];
     for &tid in nulls {
@@ -379,13 +397,13 @@ pub fn descend(
     }
 }
 
-/// Calls `leaf` with the contents of each leaf of `tree` from `start` on, in key order,
-/// until it returns false.
-pub fn walk_leaves(
+/// Calls `leaf` with each leaf of `tree` from `start` on, in key order, until it returns
+/// false.
+pub fn walk_leaves<P: Rest>(
     index: pg_sys::Relation,
     owner: u32,
     start: u32,
-    mut leaf: impl FnMut(&[u8]) -> bool,
+    mut leaf: impl FnMut(Leaf<P>) -> bool,
 ) {
     let mut block = start;
     while block != NO_BLOCK {
@@ -393,13 +411,66 @@ pub fn walk_leaves(
         let locked = page::read_owned(index, block, Kind::Table, owner);
         // SAFETY: a locked leaf; its link is read under the same lock.
         unsafe {
-            if !leaf(page::contents(locked.page())) {
+            if !leaf(page::leaf(locked.page())) {
                 return;
             }
             block = page::next(locked.page());
         }
     }
 }
+
+/// `walk_leaves` over all of `tree`, reading each leaf through the buffer where this
+/// backend last found it (`page::read_owned_recent`): for passes that read every leaf of a
+/// table, query after query.
+pub fn walk_leaves_recent<P: Rest>(
+    index: pg_sys::Relation,
+    owner: u32,
+    tree: &Tree,
+    mut leaf: impl FnMut(Leaf<P>) -> bool,
+) {
+    // SAFETY: an open relation.
+    let key = (unsafe { (*index).rd_id }, owner, tree.first_leaf);
+    let mut hints = LEAF_BUFFERS
+        .with_borrow_mut(|m| m.remove(&key))
+        .unwrap_or_default();
+    let mut block = tree.first_leaf;
+    let mut at = 0;
+    while block != NO_BLOCK {
+        pgrx::check_for_interrupts!();
+        let recent = hints
+            .get(at)
+            .copied()
+            .unwrap_or(pg_sys::InvalidBuffer as i32);
+        let locked = page::read_owned_recent(index, block, Kind::Table, owner, recent);
+        match hints.get_mut(at) {
+            Some(hint) => *hint = locked.buffer,
+            None => hints.push(locked.buffer),
+        }
+        at += 1;
+        // SAFETY: a locked leaf; its link is read under the same lock.
+        unsafe {
+            if !leaf(page::leaf(locked.page())) {
+                break;
+            }
+            block = page::next(locked.page());
+        }
+    }
+    LEAF_BUFFERS.with_borrow_mut(|m| {
+        if m.values().map(Vec::len).sum::<usize>() + hints.len() > MAX_LEAF_BUFFERS {
+            m.clear();
+        }
+        m.insert(key, hints);
+    });
+}
+
+thread_local! {
+    /// The buffers where this backend last found the leaves of the trees its passes read,
+    /// in chain order, by (index, run, first leaf): hints only, checked when used, and
+    /// forgotten past `MAX_LEAF_BUFFERS` (4 MB).
+    static LEAF_BUFFERS: std::cell::RefCell<HashMap<(pg_sys::Oid, u32, u32), Vec<pg_sys::Buffer>>> =
+        std::cell::RefCell::new(HashMap::new());
+}
+const MAX_LEAF_BUFFERS: usize = 1 << 20;
 
 /// Calls `emit` with every entry of `tree`, in key order.
 pub fn for_each_entry<P: Rest>(
@@ -408,8 +479,8 @@ pub fn for_each_entry<P: Rest>(
     tree: &Tree,
     mut emit: impl FnMut(Entry<P>),
 ) {
-    walk_leaves(index, owner, tree.first_leaf, |contents| {
-        entries(contents).for_each(&mut emit);
+    walk_leaves(index, owner, tree.first_leaf, |leaf| {
+        leaf.entries().for_each(&mut emit);
         true
     });
 }
@@ -472,7 +543,7 @@ pub fn merge_sorted<P: Rest>(
                 let locked = page::read_owned(index, self.next, Kind::Table, self.owner);
                 // SAFETY: a locked leaf; its link is read under the same lock.
                 unsafe {
-                    self.page = entries(page::contents(locked.page())).collect();
+                    self.page = page::leaf(locked.page()).entries().collect();
                     self.next = page::next(locked.page());
                 }
                 self.at = 0;
@@ -513,18 +584,17 @@ pub fn merge_sorted<P: Rest>(
     }
 }
 
-/// Calls `read` with the contents of one page of a chain (a leaf, or a pending page, of
-/// kind `kind` owned by `owner`), under its share lock; returns what `read` returns and the
-/// next block of the chain.
-pub fn read_page<R>(
+/// Calls `read` with the contents of one pending page of a chain owned by `owner` (a list,
+/// or a run's NULL rows), under its share lock; returns what `read` returns and the next
+/// block of the chain.
+pub fn read_pending_page<R>(
     index: pg_sys::Relation,
-    kind: Kind,
     owner: u32,
     block: u32,
     read: impl FnOnce(&[u8]) -> R,
 ) -> (R, u32) {
     pgrx::check_for_interrupts!();
-    let locked = page::read_owned(index, block, kind, owner);
+    let locked = page::read_owned(index, block, Kind::Pending, owner);
     // SAFETY: a locked page of the chain; its link is read under the same lock.
     unsafe {
         (
@@ -532,4 +602,18 @@ pub fn read_page<R>(
             page::next(locked.page()),
         )
     }
+}
+
+/// Calls `read` with one leaf of a run owned by `owner`, under its share lock; returns what
+/// `read` returns and the next leaf.
+pub fn read_leaf<P: Rest, R>(
+    index: pg_sys::Relation,
+    owner: u32,
+    block: u32,
+    read: impl FnOnce(Leaf<P>) -> R,
+) -> (R, u32) {
+    pgrx::check_for_interrupts!();
+    let locked = page::read_owned(index, block, Kind::Table, owner);
+    // SAFETY: a locked leaf; its link is read under the same lock.
+    unsafe { (read(page::leaf(locked.page())), page::next(locked.page())) }
 }

@@ -424,6 +424,49 @@ fn knn_lateral_join_of_20_probes_equals_brute_force() {
     }
 }
 
+/// A backend reads a pass's leaves through the buffers where it last found them; in one
+/// backend, nearest codes stay exact while merges write new runs, a DELETE and REINDEX
+/// give the index new storage, and TRUNCATE empties it, each under the hints the queries
+/// before left. The index's leaves (columns, format 5) pass the checker each time.
+#[pg_test]
+fn knn_stays_exact_as_the_leaves_it_read_before_are_replaced() {
+    uniform_indexed_table(0.31, 6000);
+    Spi::run("ALTER INDEX uni_fp SET (pending_limit = 600); ANALYZE uni").unwrap();
+    let queries = knn_far_queries("uni", 3);
+    assert_eq!(queries.len(), 3);
+    let exact = |step: &str| {
+        let rows = Spi::get_one::<i64>("SELECT count(*) FROM uni").unwrap().unwrap();
+        // (Rows this transaction deleted stay in the index, as in any index, until VACUUM.)
+        let checked = Spi::get_one::<i64>("SELECT hamming_index_check('uni_fp')").unwrap().unwrap();
+        assert!(checked >= rows, "{step}: {checked} rows checked of {rows}");
+        for q in &queries {
+            for limit in [Some(10), Some(300)] {
+                let (by_index, brute) = knn_both_ways("uni", q, limit);
+                assert_eq!(by_index, brute, "{step}: q={q} limit={limit:?}");
+                assert_eq!(by_index.split(',').count() as i64, limit.unwrap().min(rows), "{step}");
+            }
+        }
+    };
+    exact("built");
+    exact("built, read again");
+    Spi::run(
+        "INSERT INTO uni (fp) SELECT ((random() * 2^63)::bigint # (random() * 2^62)::bigint << 1)::simhash64
+             FROM generate_series(1, 3000)",
+    )
+    .unwrap();
+    exact("merged");
+    Spi::run("DELETE FROM uni WHERE id % 3 = 0; REINDEX INDEX uni_fp").unwrap();
+    exact("reindexed");
+    Spi::run(
+        "TRUNCATE uni;
+         INSERT INTO uni (fp) SELECT ((random() * 2^63)::bigint # (random() * 2^62)::bigint << 1)::simhash64
+             FROM generate_series(1, 5000);
+         REINDEX INDEX uni_fp",
+    )
+    .unwrap();
+    exact("truncated and filled anew");
+}
+
 #[pg_test]
 fn knn_wide_bitmap_scans_add_every_match_in_chunks() {
     // A radius far beyond max_distance matches thousands of rows: the bitmap gets them a

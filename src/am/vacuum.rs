@@ -33,7 +33,9 @@ use super::pause;
 use super::registry;
 use super::run;
 use super::vacuum_delay_point;
-use neardup_core::search::index_page::{Dead, Entry, List, Meta, Run, Tid, NO_BLOCK};
+use neardup_core::search::index_page::{
+    write_columns, Dead, Entry, Leaf, LeafLayout, List, Meta, NoRest, Run, Tid, NO_BLOCK,
+};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use std::collections::HashMap;
@@ -283,11 +285,27 @@ fn compact(
     dead: &mut impl FnMut(Tid) -> bool,
     counted: Option<u32>,
 ) -> Option<(u64, u64, u32)> {
-    let tids = |contents: &[u8]| {
-        contents
-            .chunks_exact(size)
-            .map(|bytes| Entry::<[u64; 0]>::read(bytes).heap_tid())
-            .collect::<Vec<_>>()
+    // A page's layout (pending pages hold rows) and the heap TIDs of its entries, in order
+    // (a TID is at the same place in an entry of any width, and NULL rows are only on
+    // pending pages); both are called on locked pages of ours.
+    let layout = |p: pg_sys::Page| match kind {
+        // SAFETY: a locked leaf.
+        Kind::Table => unsafe { page::leaf_layout(p, size) },
+        _ => LeafLayout::Rows,
+    };
+    let tids = |p: pg_sys::Page| {
+        // SAFETY: a locked page.
+        let contents = unsafe { page::contents(p) };
+        match layout(p) {
+            LeafLayout::Rows => contents
+                .chunks_exact(size)
+                .map(|bytes| Entry::<NoRest>::read(bytes).heap_tid())
+                .collect::<Vec<_>>(),
+            LeafLayout::Columns => Leaf::<NoRest>::new(contents, LeafLayout::Columns)
+                .entries()
+                .map(|e| e.tid)
+                .collect(),
+        }
     };
     // SAFETY: vacuum_delay_point may sleep, and checks for interrupts; no lock of ours is
     // held here.
@@ -308,11 +326,11 @@ fn compact(
         if !ours(&locked) {
             return None;
         }
+        let tids = tids(locked.page());
         // SAFETY: a locked page of ours.
-        let (contents, next) =
-            unsafe { (page::contents(locked.page()), page::next(locked.page())) };
-        if !tids(contents).into_iter().any(&mut *dead) {
-            return Some(((contents.len() / size) as u64, 0, next));
+        let next = unsafe { page::next(locked.page()) };
+        if !tids.iter().copied().any(&mut *dead) {
+            return Some((tids.len() as u64, 0, next));
         }
     }
     // The metapage before the page, as inserts lock them.
@@ -323,8 +341,11 @@ fn compact(
         return None;
     }
     // SAFETY: an exclusively locked page of ours.
-    let (contents, next) = unsafe { (page::contents(locked.page()), page::next(locked.page())) };
-    let keep: Vec<bool> = tids(contents).into_iter().map(|tid| !dead(tid)).collect();
+    let next = unsafe { page::next(locked.page()) };
+    let keep: Vec<bool> = tids(locked.page())
+        .into_iter()
+        .map(|tid| !dead(tid))
+        .collect();
     let kept = keep.iter().filter(|&&k| k).count();
     let gone = keep.len() - kept;
     if gone > 0 {
@@ -333,12 +354,25 @@ fn compact(
         // SAFETY: GenericXLog copies of the same pages, locked exclusively.
         unsafe {
             let out = page::contents_mut(copy);
-            let mut n = 0;
-            for (i, _) in keep.iter().enumerate().filter(|(_, &k)| k) {
-                out.copy_within(i * size..(i + 1) * size, n * size);
-                n += 1;
+            match layout(locked.page()) {
+                LeafLayout::Rows => {
+                    for (n, (i, _)) in keep.iter().enumerate().filter(|(_, &k)| k).enumerate() {
+                        out.copy_within(i * size..(i + 1) * size, n * size);
+                    }
+                }
+                LeafLayout::Columns => {
+                    // The entries kept, as rows, then laid out again.
+                    let leaf =
+                        Leaf::<NoRest>::new(page::contents(locked.page()), LeafLayout::Columns);
+                    let mut rows = vec![0u8; kept * size];
+                    let kept_entries = leaf.entries().zip(&keep).filter(|(_, &k)| k);
+                    for ((e, _), bytes) in kept_entries.zip(rows.chunks_exact_mut(size)) {
+                        e.write(bytes);
+                    }
+                    write_columns(&rows, &mut out[..rows.len()]);
+                }
             }
-            page::set_len(copy, n * size);
+            page::set_len(copy, kept * size);
             if let (Some(id), Some(metapage)) = (counted, &metapage) {
                 let mut m = meta::decode(metapage.page());
                 if let Some(r) = m.runs.iter_mut().find(|r| r.id == id) {
@@ -360,9 +394,8 @@ fn count_rows(index: pg_sys::Relation, m: &Meta) -> u64 {
     let mut count = |owner: u32, head: u32| {
         let mut block = head;
         while block != NO_BLOCK {
-            let (entries, next) = run::read_page(index, Kind::Pending, owner, block, |contents| {
-                contents.len() / size
-            });
+            let (entries, next) =
+                run::read_pending_page(index, owner, block, |contents| contents.len() / size);
             rows += entries as u64;
             block = next;
         }

@@ -59,6 +59,15 @@
 //!  | key u64 | block u32 | offset u16 | rest u64 × R     | key ... | ...
 //!  +---------+-----------+------------+------------------+---------+-----
 //!
+//!  leaf page of 64-bit fingerprints from format 5 on (`LeafLayout::Columns`, marked in the
+//!  page's special space): the same n entries in the same 14·n bytes, as two columns, so
+//!  that a pass over a table, which tests every key and decodes few entries, reads 8 of
+//!  every 14 bytes. Leaves written by older formats, and leaves of wider codes, stay rows.
+//!  +---------+---------+-----+---------+-----------+------------+-----------+-----
+//!  | key u64 | key u64 | ... | key u64 | block u32 | offset u16 | block ... | ...
+//!  +---------+---------+-----+---------+-----------+------------+-----------+-----
+//!  |<----------- n keys -------------->|<---------------- n TIDs ----------------->|
+//!
 //!  directory page contents: packed 12-byte children, sorted by key (the root of a table of
 //!  at most 338 leaves also holds the bitmap of its keys' prefixes at the end of the
 //!  contents, where pd_upper points: see `prefix_bitmap`)
@@ -74,9 +83,11 @@
 pub const MAGIC: u32 = 0x4E44_5550; // "NDUP"
 /// The format written. Format 3 keeps garbage in registry pages (block 1 was an empty
 /// "interlock" page in format 2); format 4 stores a run's table as several trees
-/// (`table_parts`), which older builds would read as more tables. An older index is read
-/// as it is and takes the format written at its first change of the metapage.
-pub const VERSION: u32 = 4;
+/// (`table_parts`), which older builds would read as more tables; format 5 writes the
+/// leaves of 64-bit fingerprints as columns (`LeafLayout`), which older builds would read
+/// as wrong entries. An older index is read as it is and takes the format written at its
+/// first change of the metapage; its leaves keep their layout until a merge rewrites them.
+pub const VERSION: u32 = 5;
 /// The oldest format this build reads, in place: format 2 (0.3.0 to 0.5.0) kept its garbage
 /// in the metapage, which the first merge moves into the registry, and format 3 (0.6.0) is
 /// format 4 with one tree per table; both take format 4 at their next change of the
@@ -221,6 +232,149 @@ pub fn entries<P: Rest>(contents: &[u8]) -> impl Iterator<Item = Entry<P>> + '_ 
     contents.chunks_exact(Entry::<P>::SIZE).map(Entry::read)
 }
 
+/// How a leaf's entries are laid out: one after another (`Rows`: every leaf of formats 2
+/// to 4, and the leaves of codes wider than 64 bits), or as a column of keys followed by a
+/// column of TIDs (`Columns`: the leaves of 64-bit fingerprints from format 5 on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeafLayout {
+    Rows,
+    Columns,
+}
+
+impl LeafLayout {
+    /// The layout format 5 writes for entries carrying `rest` words after the key.
+    pub const fn written(rest: usize) -> LeafLayout {
+        if rest == 0 {
+            LeafLayout::Columns
+        } else {
+            LeafLayout::Rows
+        }
+    }
+}
+
+/// The entries of a leaf's contents, read in place in either layout.
+#[derive(Clone, Copy)]
+pub struct Leaf<'a, P: Rest = NoRest> {
+    contents: &'a [u8],
+    layout: LeafLayout,
+    rest: std::marker::PhantomData<P>,
+}
+
+impl<'a, P: Rest> Leaf<'a, P> {
+    /// The leaf whose contents are `contents`, laid out as `layout` (`Columns` only for
+    /// 64-bit fingerprints: the caller refuses a page that claims otherwise).
+    pub fn new(contents: &'a [u8], layout: LeafLayout) -> Leaf<'a, P> {
+        debug_assert!(layout == LeafLayout::Rows || P::WORDS == 0);
+        Leaf {
+            contents,
+            layout,
+            rest: std::marker::PhantomData,
+        }
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.contents.len() / Entry::<P>::SIZE
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    #[inline]
+    fn word_at(&self, at: usize) -> u64 {
+        u64::from_le_bytes(self.contents[at..at + 8].try_into().expect("8 bytes"))
+    }
+
+    /// The key of entry `i`.
+    #[inline]
+    pub fn key(&self, i: usize) -> u64 {
+        match self.layout {
+            LeafLayout::Rows => self.word_at(i * Entry::<P>::SIZE),
+            LeafLayout::Columns => self.word_at(i * 8),
+        }
+    }
+
+    /// Copies the keys of entries `from..from + out.len()` into `out`.
+    #[inline(always)]
+    pub fn copy_keys(&self, from: usize, out: &mut [u64]) {
+        match self.layout {
+            LeafLayout::Rows => {
+                let size = Entry::<P>::SIZE;
+                let rows = self.contents[from * size..].chunks_exact(size);
+                for (key, bytes) in out.iter_mut().zip(rows) {
+                    *key = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
+                }
+            }
+            LeafLayout::Columns => {
+                let column = self.contents[from * 8..(from + out.len()) * 8].chunks_exact(8);
+                for (key, bytes) in out.iter_mut().zip(column) {
+                    *key = u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+                }
+            }
+        }
+    }
+
+    /// Entry `i`, decoded.
+    #[inline]
+    pub fn entry(&self, i: usize) -> Entry<P> {
+        match self.layout {
+            LeafLayout::Rows => Entry::read(&self.contents[i * Entry::<P>::SIZE..]),
+            LeafLayout::Columns => {
+                let at = 8 * self.len() + 6 * i;
+                let tid = &self.contents[at..at + 6];
+                Entry {
+                    key: self.word_at(i * 8),
+                    tid: Tid {
+                        block: u32::from_le_bytes(tid[..4].try_into().expect("4 bytes")),
+                        offset: u16::from_le_bytes([tid[4], tid[5]]),
+                    },
+                    rest: P::ZERO,
+                }
+            }
+        }
+    }
+
+    /// The entries from the `from`th on, in order.
+    pub fn entries_from(self, from: usize) -> impl Iterator<Item = Entry<P>> + 'a {
+        (from..self.len()).map(move |i| self.entry(i))
+    }
+
+    /// Every entry, in order.
+    pub fn entries(self) -> impl Iterator<Item = Entry<P>> + 'a {
+        self.entries_from(0)
+    }
+
+    /// Index of the first entry whose key is at least `key` (see [`lower_bound`]).
+    pub fn lower_bound(&self, key: u64) -> usize {
+        lower_bound_by(self.len(), key, |i| self.key(i))
+    }
+
+    /// The contents of a leaf laid out as rows: the only layout of wider codes' leaves,
+    /// which their scans test in place (`entries_within`).
+    pub fn rows(&self) -> &'a [u8] {
+        debug_assert_eq!(self.layout, LeafLayout::Rows);
+        self.contents
+    }
+}
+
+/// Writes `rows`, 64-bit entries packed one after another, into `out` as the columns of a
+/// format-5 leaf (`out` as long as `rows`).
+pub fn write_columns(rows: &[u8], out: &mut [u8]) {
+    let n = rows.len() / ENTRY_SIZE;
+    debug_assert_eq!(out.len(), n * ENTRY_SIZE);
+    let (keys, tids) = out.split_at_mut(8 * n);
+    for ((row, key), tid) in rows
+        .chunks_exact(ENTRY_SIZE)
+        .zip(keys.chunks_exact_mut(8))
+        .zip(tids.chunks_exact_mut(6))
+    {
+        key.copy_from_slice(&row[..8]);
+        tid.copy_from_slice(&row[8..ENTRY_SIZE]);
+    }
+}
+
 /// Calls `emit` with each of the entries packed in `contents` (sorted by key) whose code is
 /// within `radius` bits of `center`, up to the first key above `last_key`; returns whether
 /// every key was at most `last_key` (the range may go on in the next leaf). Codes and
@@ -261,15 +415,11 @@ pub fn entries_within<P: Rest>(
 /// search's ten would each miss the cache. Skewed pages (a spike of shared prefixes) fall
 /// back to the binary search after those steps.
 pub fn lower_bound<P: Rest>(contents: &[u8], key: u64) -> usize {
-    let size = Entry::<P>::SIZE;
-    let n = contents.len() / size;
-    let key_at = |i: usize| {
-        u64::from_le_bytes(
-            contents[i * size..i * size + 8]
-                .try_into()
-                .expect("8 bytes"),
-        )
-    };
+    Leaf::<P>::new(contents, LeafLayout::Rows).lower_bound(key)
+}
+
+/// [`lower_bound`] over `n` sorted keys read by `key_at`.
+fn lower_bound_by(n: usize, key: u64, key_at: impl Fn(usize) -> u64) -> usize {
     // The answer is in lo..=hi, and the key at hi (if any) is at least `key`.
     let (mut lo, mut hi) = (0, n);
     for _ in 0..3 {
@@ -785,6 +935,70 @@ mod tests {
             (Entry::<NoRest>::SIZE, Entry::<[u64; 3]>::SIZE),
             (ENTRY_SIZE, 38)
         );
+    }
+
+    /// A leaf written as columns reads as the same entries as the rows it was written
+    /// from: every entry, key and copied key run, and the same lower bounds.
+    #[test]
+    fn a_leaf_as_columns_reads_as_its_rows() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for n in [0, 1, 2, 7, 64, 65, ENTRIES_PER_PAGE] {
+            let mut es: Vec<Entry> = (0..n)
+                .map(|_| {
+                    let r = next();
+                    let tid = Tid {
+                        block: (r >> 16) as u32,
+                        offset: r as u16 & 0x7fff,
+                    };
+                    // A few repeated keys, as exact copies make.
+                    Entry::new(next() >> (r % 3 * 20), [], tid)
+                })
+                .collect();
+            es.sort_by_key(Entry::order);
+            let mut rows = vec![0u8; n * ENTRY_SIZE];
+            for (e, bytes) in es.iter().zip(rows.chunks_exact_mut(ENTRY_SIZE)) {
+                e.write(bytes);
+            }
+            let mut columns = vec![0u8; rows.len()];
+            write_columns(&rows, &mut columns);
+            if n > 1 {
+                assert_ne!(columns, rows, "{n} entries");
+            }
+            let (by_rows, by_columns) = (
+                Leaf::<NoRest>::new(&rows, LeafLayout::Rows),
+                Leaf::<NoRest>::new(&columns, LeafLayout::Columns),
+            );
+            assert_eq!(by_columns.len(), n);
+            assert_eq!(by_columns.entries().collect::<Vec<_>>(), es);
+            assert_eq!(by_rows.entries().collect::<Vec<_>>(), es);
+            for from in [0, n / 3, n.saturating_sub(1)]
+                .into_iter()
+                .filter(|&f| f < n)
+            {
+                let mut a = vec![0u64; n - from];
+                let mut b = vec![1u64; n - from];
+                by_rows.copy_keys(from, &mut a);
+                by_columns.copy_keys(from, &mut b);
+                assert_eq!(a, b);
+                assert_eq!(a[0], es[from].key);
+                assert_eq!(by_columns.entries_from(from).next(), Some(es[from]));
+            }
+            for e in es.iter().step_by(5) {
+                for key in [e.key.wrapping_sub(1), e.key, e.key.wrapping_add(1)] {
+                    let linear = es.iter().take_while(|f| f.key < key).count();
+                    assert_eq!(by_columns.lower_bound(key), linear);
+                    assert_eq!(by_rows.lower_bound(key), linear);
+                }
+            }
+        }
+        assert_eq!(LeafLayout::written(0), LeafLayout::Columns);
+        assert_eq!(LeafLayout::written(3), LeafLayout::Rows);
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! wants more, makes another pass starting just after it. Memory stays under twice the
 //! target.
 
-use crate::search::index_page::{Entry, ENTRY_SIZE};
+use crate::search::index_page::{Entry, Leaf};
 use crate::search::within;
 use crate::signatures::simhash::hamming;
 use std::cmp::Ordering;
@@ -30,7 +30,7 @@ pub const NULL_BUCKET: u32 = MAX_DISTANCE + 1;
 /// many rows (sorting a bucket of a few rows again and again would cost more than it saves).
 const FEWEST_TO_CUT: usize = 64;
 
-/// Keys of a page compared at once by `NearestPass::offer_entries` (a few KB of stack).
+/// Keys of a page compared at once by `NearestPass::offer_leaf` (a few KB of stack).
 const KEYS_AT_ONCE: usize = 256;
 
 /// Where a pass starts: at `distance`, after the row `after` of that distance (in the
@@ -147,35 +147,28 @@ impl<T: Clone, C: Fn(&T, &T) -> Ordering> NearestPass<T, C> {
         bucket.truncate(need);
     }
 
-    /// Offers every entry of an index page's `contents` (see [`crate::search::index_page`]). The
-    /// distance is taken on the key as stored, against `key_query`: the query permuted as
-    /// the keys are (a permutation of bits keeps distances), so only the entries kept are
-    /// decoded by `row`. Always inlined, so that a caller compiled for the popcount
-    /// instruction or AVX2 gets them here: this loop is nearly the whole cost of a pass.
-    /// The keys are gathered `KEYS_AT_ONCE` at a time and compared with the cutoff without
-    /// a branch (`within::count_within_radius`); only the few within it are offered (a
-    /// pass's cutoff soon narrows to the distance of its target's row).
+    /// Offers every entry of a leaf (see [`crate::search::index_page`]). The distance is
+    /// taken on the key as stored, against `key_query`: the query permuted as the keys are
+    /// (a permutation of bits keeps distances), so only the entries kept are decoded by
+    /// `row`. Always inlined, so that a caller compiled for the popcount instruction or
+    /// AVX2 gets them here: this loop is nearly the whole cost of a pass, and it is bound
+    /// by the bytes it reads (a leaf laid out as columns gives it the keys alone). The keys
+    /// are gathered `KEYS_AT_ONCE` at a time and compared with the cutoff without a branch
+    /// (`within::count_within_radius`); only the few within it are offered (a pass's cutoff
+    /// soon narrows to the distance of its target's row).
     #[inline(always)]
-    pub fn offer_entries(
-        &mut self,
-        contents: &[u8],
-        key_query: u64,
-        mut row: impl FnMut(Entry) -> T,
-    ) {
+    pub fn offer_leaf(&mut self, leaf: Leaf, key_query: u64, mut row: impl FnMut(Entry) -> T) {
         let mut keys = [0u64; KEYS_AT_ONCE];
-        for block in contents.chunks(KEYS_AT_ONCE * ENTRY_SIZE) {
-            let n = block.len() / ENTRY_SIZE;
-            for (key, bytes) in keys.iter_mut().zip(block.chunks_exact(ENTRY_SIZE)) {
-                *key = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
-            }
+        for from in (0..leaf.len()).step_by(KEYS_AT_ONCE) {
+            let keys = &mut keys[..KEYS_AT_ONCE.min(leaf.len() - from)];
+            leaf.copy_keys(from, keys);
             // The cutoff only narrows: a row beyond it now is beyond the pass.
             let mut offered = 0;
-            within::count_within_radius(&keys[..n], key_query, self.cutoff, |i| {
+            within::count_within_radius(keys, key_query, self.cutoff, |i| {
                 offered += 1;
-                let bytes = &block[i * ENTRY_SIZE..(i + 1) * ENTRY_SIZE];
-                self.offer(hamming(keys[i], key_query), || row(Entry::read(bytes)));
+                self.offer(hamming(keys[i], key_query), || row(leaf.entry(from + i)));
             });
-            self.beyond += (n - offered) as u64;
+            self.beyond += (keys.len() - offered) as u64;
         }
     }
 
@@ -264,7 +257,7 @@ fn binomial_probability(d: u32) -> f64 {
 mod tests {
     use super::*;
     use crate::base::splitmix::splitmix64_next;
-    use crate::search::index_page::Tid;
+    use crate::search::index_page::{write_columns, LeafLayout, Tid, ENTRY_SIZE};
 
     /// Random fingerprints with clusters near the query and duplicates, so buckets vary
     /// from empty to crowded.
@@ -426,34 +419,41 @@ mod tests {
     }
 
     #[test]
-    fn page_entries_are_offered_by_their_stored_keys() {
+    fn leaf_entries_are_offered_by_their_stored_keys_in_either_layout() {
         let q = 0x0123_4567_89ab_cdefu64;
-        let fps = fingerprints(7, 500, q);
-        let mut contents = vec![0u8; fps.len() * ENTRY_SIZE];
+        let fps = fingerprints(7, 2500, q);
+        let tid = |i: usize| Tid {
+            block: i as u32 / 7,
+            offset: i as u16 % 7 + 1,
+        };
+        let mut rows = vec![0u8; fps.len() * ENTRY_SIZE];
         for (i, (&fp, bytes)) in fps
             .iter()
-            .zip(contents.chunks_exact_mut(ENTRY_SIZE))
+            .zip(rows.chunks_exact_mut(ENTRY_SIZE))
             .enumerate()
         {
-            let tid = Tid {
-                block: i as u32 / 7,
-                offset: i as u16 % 7 + 1,
-            };
-            Entry::new(fp, [], tid).write(bytes);
+            Entry::new(fp, [], tid(i)).write(bytes);
         }
+        let mut columns = vec![0u8; rows.len()];
+        write_columns(&rows, &mut columns);
         let by_tid = |x: &(u32, Tid), y: &(u32, Tid)| x.1.cmp(&y.1);
-        let mut by_page = NearestPass::new(Start::at(3), 40, by_tid);
-        by_page.offer_entries(&contents, q, |e| (hamming(e.key, q), e.tid));
         let mut one_by_one = NearestPass::new(Start::at(3), 40, by_tid);
         for (i, &fp) in fps.iter().enumerate() {
-            let tid = Tid {
-                block: i as u32 / 7,
-                offset: i as u16 % 7 + 1,
-            };
-            one_by_one.offer(hamming(fp, q), || (hamming(fp, q), tid));
+            one_by_one.offer(hamming(fp, q), || (hamming(fp, q), tid(i)));
         }
-        let (a, b) = (by_page.finish(), one_by_one.finish());
-        assert_eq!((a.rows, a.next), (b.rows, b.next));
+        let expected = one_by_one.finish();
+        assert!(expected.rows.len() >= 40 && expected.next.is_some());
+        for (contents, layout) in [(&rows, LeafLayout::Rows), (&columns, LeafLayout::Columns)] {
+            let mut by_leaf = NearestPass::new(Start::at(3), 40, by_tid);
+            let leaf = Leaf::new(contents, layout);
+            by_leaf.offer_leaf(leaf, q, |e| (hamming(e.key, q), e.tid));
+            let got = by_leaf.finish();
+            assert_eq!(
+                (&got.rows, &got.next),
+                (&expected.rows, &expected.next),
+                "{layout:?}"
+            );
+        }
     }
 
     #[test]

@@ -19,11 +19,10 @@ use super::cache::{
     PASSES_BEFORE_SORTING,
 };
 use super::Query;
-use crate::am::page::Kind;
 use crate::am::run;
 use neardup_core::search::ball_set::BallLookup;
 use neardup_core::search::index_page::{
-    entries, lower_bound, Entry, NoRest, Tid, ENTRIES_PER_PAGE, ENTRY_SIZE, NO_BLOCK,
+    entries, Entry, Leaf, NoRest, Tid, ENTRIES_PER_PAGE, ENTRY_SIZE, NO_BLOCK,
 };
 use neardup_core::search::prefix_bitmap::PrefixBitmap;
 use neardup_core::signatures::simhash::hamming;
@@ -260,22 +259,21 @@ impl Matches {
                         }
                     }
                 };
-                let (more, next) = run::read_page(index, Kind::Table, owner, block, |contents| {
-                    for e in entries::<NoRest>(
-                        &contents[lower_bound::<NoRest>(contents, lo) * ENTRY_SIZE..],
-                    ) {
-                        if e.key > hi {
+                let (more, next) = run::read_leaf(index, owner, block, |leaf: Leaf| {
+                    for i in leaf.lower_bound(lo)..leaf.len() {
+                        let key = leaf.key(i);
+                        if key > hi {
                             return false;
                         }
-                        if hamming(e.key, q) <= radius {
-                            let fp = permutation.invert(e.key);
+                        if hamming(key, q) <= radius {
+                            let (fp, tid) = (permutation.invert(key), leaf.entry(i).tid);
                             // A row sharing a prefix in several tables is found in each:
                             // only its owner table (the first whose leading blocks all
                             // agree) reports it.
                             if layout.owner_table(layout.equal_blocks(fp, center)) == Some(table)
                                 && self.accepts(query, Some(fp))
                             {
-                                out.push((Some(fp), e.tid));
+                                out.push((Some(fp), tid));
                             }
                         }
                     }
@@ -290,8 +288,8 @@ impl Matches {
                 if block == NO_BLOCK {
                     return true;
                 }
-                let (_, next) = run::read_page(index, Kind::Table, r.id, block, |contents| {
-                    for e in entries::<NoRest>(contents) {
+                let (_, next) = run::read_leaf(index, r.id, block, |leaf: Leaf| {
+                    for e in leaf.entries() {
                         let fp = Some(permutation.invert(e.key));
                         if self.accepts(query, fp) {
                             out.push((fp, e.tid));
@@ -306,7 +304,7 @@ impl Matches {
                 if block == NO_BLOCK {
                     return true;
                 }
-                let (_, next) = run::read_page(index, Kind::Pending, r.id, block, |contents| {
+                let (_, next) = run::read_pending_page(index, r.id, block, |contents| {
                     for e in entries::<NoRest>(contents) {
                         if self.accepts(query, e.fingerprint()) {
                             out.push((e.fingerprint(), e.heap_tid()));
@@ -321,7 +319,7 @@ impl Matches {
                 if list.id == 0 || block == NO_BLOCK {
                     return true;
                 }
-                let (_, next) = run::read_page(index, Kind::Pending, list.id, block, |contents| {
+                let (_, next) = run::read_pending_page(index, list.id, block, |contents| {
                     let mut keys = [0u64; ENTRIES_PER_PAGE];
                     let keys = &mut keys[..contents.len() / ENTRY_SIZE];
                     for (key, bytes) in keys.iter_mut().zip(contents.chunks_exact(ENTRY_SIZE)) {

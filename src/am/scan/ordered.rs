@@ -16,7 +16,7 @@ use super::cache::{for_each_row_in, Row, ScanCache};
 use super::matches::Matches;
 use super::Query;
 use crate::am::run;
-use neardup_core::search::index_page::{entries, Entry, NoRest, Tid};
+use neardup_core::search::index_page::{Entry, Leaf, Tid};
 use neardup_core::search::nearest::{pass_target, NearestPass, Start, NULL_BUCKET};
 use neardup_core::search::permuted::Permutation;
 use neardup_core::signatures::simhash::hamming;
@@ -188,11 +188,11 @@ fn pass(
     for ((run, layout), parts) in runs {
         let table = &layout.tables()[0];
         for tree in &run.trees[parts.trees_of(0)] {
-            run::walk_leaves(index, run.id, tree.first_leaf, |contents| {
+            run::walk_leaves_recent(index, run.id, tree, |leaf: Leaf| {
                 match q.filter(|_| !conditions) {
-                    Some(q) => offer_page(&mut pass, contents, table.apply(q), table),
+                    Some(q) => offer_leaf(&mut pass, leaf, table.apply(q), table),
                     None => {
-                        for e in entries::<NoRest>(contents) {
+                        for e in leaf.entries() {
                             let fp = table.invert(e.key);
                             if accepts(fp) {
                                 pass.offer(bucket(Some(fp)), || Hit {
@@ -225,12 +225,12 @@ fn pass(
     (selected.rows, selected.next)
 }
 
-/// Offers a table page's entries to a pass, with AVX2 or the CPU's popcount instruction
+/// Offers a leaf's entries to a pass, with AVX2 or the CPU's popcount instruction
 /// where it has them: the distance test is nearly the whole cost of a pass, and the
 /// portable build (the x86-64 baseline) counts bits in a dozen instructions.
-fn offer_page<C: Fn(&Hit, &Hit) -> Ordering>(
+fn offer_leaf<C: Fn(&Hit, &Hit) -> Ordering>(
     pass: &mut NearestPass<Hit, C>,
-    contents: &[u8],
+    leaf: Leaf,
     permuted_q: u64,
     table: &Permutation,
 ) {
@@ -240,24 +240,24 @@ fn offer_page<C: Fn(&Hit, &Hit) -> Ordering>(
             && std::arch::is_x86_feature_detected!("popcnt")
         {
             // SAFETY: the CPU has the instructions the function is compiled for.
-            return unsafe { offer_page_avx2(pass, contents, permuted_q, table) };
+            return unsafe { offer_leaf_avx2(pass, leaf, permuted_q, table) };
         }
         if std::arch::is_x86_feature_detected!("popcnt") {
             // SAFETY: as above.
-            return unsafe { offer_page_popcnt(pass, contents, permuted_q, table) };
+            return unsafe { offer_leaf_popcnt(pass, leaf, permuted_q, table) };
         }
     }
-    offer_page_portable(pass, contents, permuted_q, table)
+    offer_leaf_portable(pass, leaf, permuted_q, table)
 }
 
 #[inline(always)]
-fn offer_page_portable<C: Fn(&Hit, &Hit) -> Ordering>(
+fn offer_leaf_portable<C: Fn(&Hit, &Hit) -> Ordering>(
     pass: &mut NearestPass<Hit, C>,
-    contents: &[u8],
+    leaf: Leaf,
     permuted_q: u64,
     table: &Permutation,
 ) {
-    pass.offer_entries(contents, permuted_q, |e| Hit {
+    pass.offer_leaf(leaf, permuted_q, |e| Hit {
         fp: Some(table.invert(e.key)),
         tid: e.tid,
     })
@@ -265,22 +265,22 @@ fn offer_page_portable<C: Fn(&Hit, &Hit) -> Ordering>(
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt")]
-unsafe fn offer_page_popcnt<C: Fn(&Hit, &Hit) -> Ordering>(
+unsafe fn offer_leaf_popcnt<C: Fn(&Hit, &Hit) -> Ordering>(
     pass: &mut NearestPass<Hit, C>,
-    contents: &[u8],
+    leaf: Leaf,
     permuted_q: u64,
     table: &Permutation,
 ) {
-    offer_page_portable(pass, contents, permuted_q, table)
+    offer_leaf_portable(pass, leaf, permuted_q, table)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,popcnt")]
-unsafe fn offer_page_avx2<C: Fn(&Hit, &Hit) -> Ordering>(
+unsafe fn offer_leaf_avx2<C: Fn(&Hit, &Hit) -> Ordering>(
     pass: &mut NearestPass<Hit, C>,
-    contents: &[u8],
+    leaf: Leaf,
     permuted_q: u64,
     table: &Permutation,
 ) {
-    offer_page_portable(pass, contents, permuted_q, table)
+    offer_leaf_portable(pass, leaf, permuted_q, table)
 }

@@ -32,12 +32,11 @@
 use super::cache::{DirectoryPage, MetaPin};
 use super::ordered::{pass_rows_cap, FIRST_PASS_ROWS};
 use super::{STRATEGY_WITHIN, STRATEGY_WITHIN_BATCH};
-use crate::am::page::Kind;
 use crate::am::{meta, run};
 use crate::wide_codes::batch::{lookup_of, WideBatchLookup};
 use neardup_core::search::code_tables::{Code, SubstringTables, Tables};
 use neardup_core::search::index_page::{
-    self, entries, lower_bound, Entry, Meta, Rest, Run, Tid, NO_BLOCK,
+    self, entries, lower_bound, Entry, Leaf, Meta, Rest, Run, Tid, NO_BLOCK,
 };
 use neardup_core::search::multi_index::Substrings;
 use neardup_core::search::nearest::pass_target;
@@ -470,8 +469,8 @@ impl Lookup {
                         // reading them); the query's own tests come after, unlocked, as a
                         // batch's test of a row may take long and a buffer lock holds off
                         // the interrupts that would stop it.
-                        let (near, next) = run::read_page(index, Kind::Table, r.id, block, |c| {
-                            let mut near = Vec::new();
+                        let (near, next) = run::read_leaf(index, r.id, block, |leaf: Leaf<P>| {
+                            let (c, mut near) = (leaf.rows(), Vec::new());
                             match self.center {
                                 Some(center) => {
                                     let center = layout.order(0, code_of(&center));
@@ -539,8 +538,9 @@ impl Lookup {
                         }
                         let center = self.center.expect("a lookup with probes has a center");
                         let ordered = layout.order(table, code_of(&center));
-                        let (c, next) =
-                            run::read_page(index, Kind::Table, r.id, block, <[u8]>::to_vec);
+                        let (c, next) = run::read_leaf(index, r.id, block, |leaf: Leaf<P>| {
+                            leaf.rows().to_vec()
+                        });
                         let more = {
                             let c = &c[..];
                             let start = lower_bound::<P>(c, lo);
@@ -581,7 +581,7 @@ impl Lookup {
                         block: None,
                     };
                 }
-                let ((), next) = run::read_page(index, Kind::Pending, r.id, block, |c| {
+                let ((), next) = run::read_pending_page(index, r.id, block, |c| {
                     out.extend(entries::<P>(c).map(|e| Found {
                         tid: e.heap_tid(),
                         code: None,
