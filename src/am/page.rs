@@ -391,9 +391,39 @@ pub fn read_owned_recent(
     if !pinned {
         return read_owned(index, block, kind, owner);
     }
-    // SAFETY: pinned above; the lock is released with the pin when `Locked` drops.
-    unsafe { pg_sys::LockBuffer(recent, pg_sys::BUFFER_LOCK_SHARE as i32) };
+    // SAFETY: pinned above; the lock is released with the pin when `Locked` drops. The
+    // index is open.
+    unsafe {
+        pg_sys::LockBuffer(recent, pg_sys::BUFFER_LOCK_SHARE as i32);
+        count_buffer_hit(index);
+    }
     check_owned(Locked { buffer: recent }, block, kind, owner)
+}
+
+/// Counts a block read and found in shared buffers in the index's statistics
+/// (`pg_statio_*_indexes`), as `ReadBuffer` does (PostgreSQL's `pgstat_count_buffer_read`
+/// and `_hit` macros) and `ReadRecentBuffer`, which knows no relation, does not.
+unsafe fn count_buffer_hit(index: pg_sys::Relation) {
+    unsafe {
+        if (*index).pgstat_info.is_null() {
+            if !(*index).pgstat_enabled {
+                return;
+            }
+            pg_sys::pgstat_assoc_relation(index);
+        }
+        #[cfg(feature = "pg15")]
+        {
+            let counts = &mut (*(*index).pgstat_info).t_counts;
+            counts.t_blocks_fetched += 1;
+            counts.t_blocks_hit += 1;
+        }
+        #[cfg(not(feature = "pg15"))]
+        {
+            let counts = &mut (*(*index).pgstat_info).counts;
+            counts.blocks_fetched += 1;
+            counts.blocks_hit += 1;
+        }
+    }
 }
 
 /// `locked` if it is a page of `kind` owned by `owner`; else an ERROR (see `read_owned`).

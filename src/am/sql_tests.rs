@@ -456,6 +456,24 @@ fn knn_stays_exact_as_the_leaves_it_read_before_are_replaced() {
     .unwrap();
     exact("merged");
     Spi::run("DELETE FROM uni WHERE id % 3 = 0; REINDEX INDEX uni_fp").unwrap();
+    // The index's statistics count the leaves read through a hint as those read through
+    // the buffer mapping table (the first query after REINDEX: its hints are stale).
+    let blocks_read = || {
+        let stats = "SELECT pg_stat_get_xact_blocks_fetched('uni_fp'::regclass) || '/' || pg_stat_get_xact_blocks_hit('uni_fp'::regclass)";
+        let before = Spi::get_one::<String>(stats).unwrap().unwrap();
+        Spi::run("SET LOCAL enable_seqscan = off").unwrap();
+        let nearest = format!("SELECT count(*) FROM (SELECT id FROM uni ORDER BY fp <~> {} LIMIT 10) s", queries[0]);
+        assert_eq!(Spi::get_one::<i64>(&nearest).unwrap(), Some(10));
+        Spi::run("RESET enable_seqscan").unwrap();
+        let after = Spi::get_one::<String>(stats).unwrap().unwrap();
+        let counts = |s: &str| s.split('/').map(|n| n.parse::<i64>().unwrap()).collect::<Vec<_>>();
+        let (b, a) = (counts(&before), counts(&after));
+        (a[0] - b[0], a[1] - b[1])
+    };
+    let (first, again) = (blocks_read(), blocks_read());
+    let leaves = Spi::get_one::<i64>("SELECT pg_relation_size('uni_fp') / 8192 / 20").unwrap().unwrap();
+    assert!(first.0 >= leaves && first.1 >= leaves, "{first:?} blocks read, {leaves} expected at least");
+    assert_eq!(again, first, "blocks (fetched, hit) by the same query through hints");
     exact("reindexed");
     Spi::run(
         "TRUNCATE uni;

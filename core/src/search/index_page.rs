@@ -316,6 +316,22 @@ impl<'a, P: Rest> Leaf<'a, P> {
         }
     }
 
+    /// The key column of a leaf laid out as columns, read in place as words where that
+    /// reads them right: on a little-endian CPU, the column aligned (a page's contents
+    /// are). `None` otherwise; `copy_keys` then reads them.
+    #[inline(always)]
+    pub fn key_words(&self) -> Option<&'a [u64]> {
+        if self.layout != LeafLayout::Columns || cfg!(target_endian = "big") {
+            return None;
+        }
+        let column = &self.contents[..8 * self.len()];
+        #[allow(unsafe_code)]
+        // SAFETY: every bit pattern is a valid u64, and `align_to` only takes the aligned
+        // middle of the column.
+        let (head, words, tail) = unsafe { column.align_to::<u64>() };
+        (head.is_empty() && tail.is_empty()).then_some(words)
+    }
+
     /// Entry `i`, decoded.
     #[inline]
     pub fn entry(&self, i: usize) -> Entry<P> {
@@ -937,6 +953,16 @@ mod tests {
         );
     }
 
+    /// The first `len` bytes of `words`, in place (little-endian words: their bytes in
+    /// memory are the bytes they were made from).
+    fn words_as_bytes(words: &[u64], len: usize) -> &[u8] {
+        #[allow(unsafe_code)]
+        // SAFETY: a u64 slice is readable as bytes; `len` is within it.
+        unsafe {
+            std::slice::from_raw_parts(words.as_ptr() as *const u8, len.min(words.len() * 8))
+        }
+    }
+
     /// A leaf written as columns reads as the same entries as the rows it was written
     /// from: every entry, key and copied key run, and the same lower bounds.
     #[test]
@@ -975,6 +1001,23 @@ mod tests {
                 Leaf::<NoRest>::new(&columns, LeafLayout::Columns),
             );
             assert_eq!(by_columns.len(), n);
+            assert_eq!(by_rows.key_words(), None);
+            // The columns in a Vec<u64>, aligned as a page's contents are.
+            let aligned: Vec<u64> = columns
+                .chunks(8)
+                .map(|chunk| {
+                    let mut word = [0u8; 8];
+                    word[..chunk.len()].copy_from_slice(chunk);
+                    u64::from_le_bytes(word)
+                })
+                .collect();
+            let in_place = words_as_bytes(&aligned, columns.len());
+            let keys: Vec<u64> = es.iter().map(|e| e.key).collect();
+            if cfg!(target_endian = "little") {
+                let in_place = Leaf::<NoRest>::new(in_place, LeafLayout::Columns);
+                assert_eq!(in_place.key_words(), Some(&keys[..]));
+                assert_eq!(in_place.entries().collect::<Vec<_>>(), es);
+            }
             assert_eq!(by_columns.entries().collect::<Vec<_>>(), es);
             assert_eq!(by_rows.entries().collect::<Vec<_>>(), es);
             for from in [0, n / 3, n.saturating_sub(1)]

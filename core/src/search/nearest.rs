@@ -158,18 +158,37 @@ impl<T: Clone, C: Fn(&T, &T) -> Ordering> NearestPass<T, C> {
     /// soon narrows to the distance of its target's row).
     #[inline(always)]
     pub fn offer_leaf(&mut self, leaf: Leaf, key_query: u64, mut row: impl FnMut(Entry) -> T) {
+        if let Some(words) = leaf.key_words() {
+            for (chunk, keys) in words.chunks(KEYS_AT_ONCE).enumerate() {
+                self.offer_keys(keys, chunk * KEYS_AT_ONCE, leaf, key_query, &mut row);
+            }
+            return;
+        }
         let mut keys = [0u64; KEYS_AT_ONCE];
         for from in (0..leaf.len()).step_by(KEYS_AT_ONCE) {
             let keys = &mut keys[..KEYS_AT_ONCE.min(leaf.len() - from)];
             leaf.copy_keys(from, keys);
-            // The cutoff only narrows: a row beyond it now is beyond the pass.
-            let mut offered = 0;
-            within::count_within_radius(keys, key_query, self.cutoff, |i| {
-                offered += 1;
-                self.offer(hamming(keys[i], key_query), || row(leaf.entry(from + i)));
-            });
-            self.beyond += (keys.len() - offered) as u64;
+            self.offer_keys(keys, from, leaf, key_query, &mut row);
         }
+    }
+
+    /// Offers the entries `from..` of `leaf` whose keys are `keys`.
+    #[inline(always)]
+    fn offer_keys(
+        &mut self,
+        keys: &[u64],
+        from: usize,
+        leaf: Leaf,
+        key_query: u64,
+        row: &mut impl FnMut(Entry) -> T,
+    ) {
+        // The cutoff only narrows: a row beyond it now is beyond the pass.
+        let mut offered = 0;
+        within::count_within_radius(keys, key_query, self.cutoff, |i| {
+            offered += 1;
+            self.offer(hamming(keys[i], key_query), || row(leaf.entry(from + i)));
+        });
+        self.beyond += (keys.len() - offered) as u64;
     }
 
     /// Ends the pass: the rows it kept, in order.
@@ -257,7 +276,7 @@ fn binomial_probability(d: u32) -> f64 {
 mod tests {
     use super::*;
     use crate::base::splitmix::splitmix64_next;
-    use crate::search::index_page::{write_columns, LeafLayout, Tid, ENTRY_SIZE};
+    use crate::search::index_page::{write_columns, LeafLayout, NoRest, Tid, ENTRY_SIZE};
 
     /// Random fingerprints with clusters near the query and duplicates, so buckets vary
     /// from empty to crowded.
@@ -418,6 +437,11 @@ mod tests {
         assert_eq!(pass.finish().rows, vec![2, 1]);
     }
 
+    /// A position in `bytes` one past an 8-byte boundary.
+    fn aligned_past(bytes: &[u8]) -> usize {
+        (8 - bytes.as_ptr() as usize % 8) % 8 + 1
+    }
+
     #[test]
     fn leaf_entries_are_offered_by_their_stored_keys_in_either_layout() {
         let q = 0x0123_4567_89ab_cdefu64;
@@ -443,7 +467,31 @@ mod tests {
         }
         let expected = one_by_one.finish();
         assert!(expected.rows.len() >= 40 && expected.next.is_some());
-        for (contents, layout) in [(&rows, LeafLayout::Rows), (&columns, LeafLayout::Columns)] {
+        // The columns at an aligned place (keys read in place) and one byte past it (keys
+        // copied).
+        let mut room = vec![0u8; columns.len() + 9];
+        let aligned = (8 - room.as_ptr() as usize % 8) % 8;
+        room[aligned..aligned + columns.len()].copy_from_slice(&columns);
+        let in_place = &room[aligned..aligned + columns.len()];
+        assert_eq!(
+            Leaf::<NoRest>::new(in_place, LeafLayout::Columns)
+                .key_words()
+                .is_some(),
+            cfg!(target_endian = "little")
+        );
+        let mut room_past = vec![0u8; columns.len() + 9];
+        let past = aligned_past(&room_past);
+        room_past[past..past + columns.len()].copy_from_slice(&columns);
+        let copied = &room_past[past..past + columns.len()];
+        assert_eq!(
+            Leaf::<NoRest>::new(copied, LeafLayout::Columns).key_words(),
+            None
+        );
+        for (contents, layout) in [
+            (&rows[..], LeafLayout::Rows),
+            (in_place, LeafLayout::Columns),
+            (copied, LeafLayout::Columns),
+        ] {
             let mut by_leaf = NearestPass::new(Start::at(3), 40, by_tid);
             let leaf = Leaf::new(contents, layout);
             by_leaf.offer_leaf(leaf, q, |e| (hamming(e.key, q), e.tid));
