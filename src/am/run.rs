@@ -17,6 +17,7 @@ use neardup_core::search::index_page::{
 use neardup_core::search::prefix_bitmap::{PrefixBitmap, CHILDREN_BESIDE_BITMAP};
 use neardup_core::search::table_parts::Parts;
 use pgrx::pg_sys;
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 /// Where new pages come from and how they reach the WAL.
@@ -419,58 +420,75 @@ pub fn walk_leaves<P: Rest>(
     }
 }
 
-/// `walk_leaves` over all of `tree`, reading each leaf through the buffer where this
-/// backend last found it (`page::read_owned_recent`): for passes that read every leaf of a
-/// table, query after query.
-pub fn walk_leaves_recent<P: Rest>(
-    index: pg_sys::Relation,
-    owner: u32,
-    tree: &Tree,
-    mut leaf: impl FnMut(Leaf<P>) -> bool,
-) {
-    // SAFETY: an open relation.
-    let key = (unsafe { (*index).rd_id }, owner, tree.first_leaf);
-    let mut hints = LEAF_BUFFERS
-        .with_borrow_mut(|m| m.remove(&key))
-        .unwrap_or_default();
-    let mut block = tree.first_leaf;
-    let mut at = 0;
-    while block != NO_BLOCK {
-        pgrx::check_for_interrupts!();
-        let recent = hints
-            .get(at)
-            .copied()
-            .unwrap_or(pg_sys::InvalidBuffer as i32);
-        let locked = page::read_owned_recent(index, block, Kind::Table, owner, recent);
-        match hints.get_mut(at) {
-            Some(hint) => *hint = locked.buffer,
-            None => hints.push(locked.buffer),
-        }
-        at += 1;
-        // SAFETY: a locked leaf; its link is read under the same lock.
-        unsafe {
-            if !leaf(page::leaf(locked.page())) {
-                break;
-            }
-            block = page::next(locked.page());
-        }
-    }
-    LEAF_BUFFERS.with_borrow_mut(|m| {
-        if m.values().map(Vec::len).sum::<usize>() + hints.len() > MAX_LEAF_BUFFERS {
-            m.clear();
-        }
-        m.insert(key, hints);
-    });
+/// The buffers where this backend last found an index's leaves, by block: hints for
+/// `page::read_owned_recent`, for passes that read every leaf of a table query after
+/// query. Taken from the backend's store for a pass, and put back when it ends (also when
+/// an ERROR unwinds it).
+pub struct RecentLeaves {
+    index: pg_sys::Oid,
+    buffers: Vec<pg_sys::Buffer>,
 }
 
 thread_local! {
-    /// The buffers where this backend last found the leaves of the trees its passes read,
-    /// in chain order, by (index, run, first leaf): hints only, checked when used, and
-    /// forgotten past `MAX_LEAF_BUFFERS` (4 MB).
-    static LEAF_BUFFERS: std::cell::RefCell<HashMap<(pg_sys::Oid, u32, u32), Vec<pg_sys::Buffer>>> =
-        std::cell::RefCell::new(HashMap::new());
+    /// The backend's hints, by index (see `RecentLeaves`); checked when used, and at most
+    /// `MAX_LEAF_BUFFERS` of them in all.
+    static LEAF_BUFFERS: RefCell<HashMap<pg_sys::Oid, Vec<pg_sys::Buffer>>> =
+        RefCell::new(HashMap::new());
 }
+/// 4 MB of hints: the blocks of 8 GB of indexes (blocks past it are read without).
 const MAX_LEAF_BUFFERS: usize = 1 << 20;
+
+impl RecentLeaves {
+    /// The hints of `index`, for a pass.
+    pub fn take(index: pg_sys::Relation) -> RecentLeaves {
+        // SAFETY: an open relation.
+        let index = unsafe { (*index).rd_id };
+        let buffers = LEAF_BUFFERS
+            .with_borrow_mut(|m| m.remove(&index))
+            .unwrap_or_default();
+        RecentLeaves { index, buffers }
+    }
+
+    /// `read_leaf`, through the buffer where the backend last found the leaf.
+    pub fn read_leaf<P: Rest, R>(
+        &mut self,
+        index: pg_sys::Relation,
+        owner: u32,
+        block: u32,
+        read: impl FnOnce(Leaf<P>) -> R,
+    ) -> (R, u32) {
+        pgrx::check_for_interrupts!();
+        let at = block as usize;
+        let recent = self.buffers.get(at).copied();
+        let locked = page::read_owned_recent(
+            index,
+            block,
+            Kind::Table,
+            owner,
+            recent.unwrap_or(pg_sys::InvalidBuffer as i32),
+        );
+        if recent != Some(locked.buffer) && at < MAX_LEAF_BUFFERS {
+            if self.buffers.len() <= at {
+                self.buffers.resize(at + 1, pg_sys::InvalidBuffer as i32);
+            }
+            self.buffers[at] = locked.buffer;
+        }
+        // SAFETY: a locked leaf; its link is read under the same lock.
+        unsafe { (read(page::leaf(locked.page())), page::next(locked.page())) }
+    }
+}
+
+impl Drop for RecentLeaves {
+    fn drop(&mut self) {
+        let buffers = std::mem::take(&mut self.buffers);
+        LEAF_BUFFERS.with_borrow_mut(|m| {
+            if m.values().map(Vec::len).sum::<usize>() + buffers.len() > MAX_LEAF_BUFFERS {
+                m.clear();
+            }
+            m.insert(self.index, buffers);
+        });
+    }
+}
 
 /// Calls `emit` with every entry of `tree`, in key order.
 pub fn for_each_entry<P: Rest>(

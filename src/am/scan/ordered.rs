@@ -15,8 +15,8 @@
 use super::cache::{for_each_row_in, Row, ScanCache};
 use super::matches::Matches;
 use super::Query;
-use crate::am::run;
-use neardup_core::search::index_page::{Entry, Leaf, Tid};
+use crate::am::run::{self, RecentLeaves};
+use neardup_core::search::index_page::{Entry, Leaf, Tid, NO_BLOCK};
 use neardup_core::search::nearest::{pass_target, NearestPass, Start, NULL_BUCKET};
 use neardup_core::search::permuted::Permutation;
 use neardup_core::signatures::simhash::hamming;
@@ -185,26 +185,30 @@ fn pass(
         compare(a, b, within_distance)
     });
     let runs = cache.meta.runs.iter().zip(&cache.layouts).zip(&cache.parts);
+    let mut recent = RecentLeaves::take(index);
     for ((run, layout), parts) in runs {
         let table = &layout.tables()[0];
         for tree in &run.trees[parts.trees_of(0)] {
-            run::walk_leaves_recent(index, run.id, tree, |leaf: Leaf| {
-                match q.filter(|_| !conditions) {
-                    Some(q) => offer_leaf(&mut pass, leaf, table.apply(q), table),
-                    None => {
-                        for e in leaf.entries() {
-                            let fp = table.invert(e.key);
-                            if accepts(fp) {
-                                pass.offer(bucket(Some(fp)), || Hit {
-                                    fp: Some(fp),
-                                    tid: e.tid,
-                                });
+            let mut block = tree.first_leaf;
+            while block != NO_BLOCK {
+                let ((), next) = recent.read_leaf(index, run.id, block, |leaf: Leaf| {
+                    match q.filter(|_| !conditions) {
+                        Some(q) => offer_leaf(&mut pass, leaf, table.apply(q), table),
+                        None => {
+                            for e in leaf.entries() {
+                                let fp = table.invert(e.key);
+                                if accepts(fp) {
+                                    pass.offer(bucket(Some(fp)), || Hit {
+                                        fp: Some(fp),
+                                        tid: e.tid,
+                                    });
+                                }
                             }
                         }
                     }
-                }
-                true
-            });
+                });
+                block = next;
+            }
         }
         if !conditions {
             run::for_each_pending(index, run.id, run.nulls_head, |e: Entry| {

@@ -32,7 +32,8 @@
 use super::cache::{DirectoryPage, MetaPin};
 use super::ordered::{pass_rows_cap, FIRST_PASS_ROWS};
 use super::{STRATEGY_WITHIN, STRATEGY_WITHIN_BATCH};
-use crate::am::{meta, run};
+use crate::am::meta;
+use crate::am::run::{self, RecentLeaves};
 use crate::wide_codes::batch::{lookup_of, WideBatchLookup};
 use neardup_core::search::code_tables::{Code, SubstringTables, Tables};
 use neardup_core::search::index_page::{
@@ -247,6 +248,9 @@ pub struct Lookup {
     /// For a lookup of a batch's center `i`: report only rows whose first center is `i`.
     witness: Option<(Rc<WideBatchLookup>, usize)>,
     step: Step,
+    /// For a pass that reads every row: the buffers where the backend last found the
+    /// leaves it reads.
+    recent: Option<RecentLeaves>,
 }
 
 /// Leaves of a run's table 0: what reading the run whole costs.
@@ -358,12 +362,13 @@ impl Lookup {
             pending: true,
             witness: None,
             step: START,
+            recent: None,
         }
     }
 
     /// A lookup that reads every run whole (table 0) for the codes within a radius of `q`
     /// that `narrow` may lower as it goes: a nearest-first pass that reads every row.
-    fn every_around<P: Rest>(cache: &WideCache<P>, q: Padded) -> Lookup {
+    fn every_around<P: Rest>(index: pg_sys::Relation, cache: &WideCache<P>, q: Padded) -> Lookup {
         Lookup {
             center: Some(q),
             radius: SubstringTables::<P>::BITS,
@@ -372,6 +377,7 @@ impl Lookup {
             pending: true,
             witness: None,
             step: START,
+            recent: Some(RecentLeaves::take(index)),
         }
     }
 
@@ -412,7 +418,7 @@ impl Lookup {
 
     /// Reads one page (or the pending rows) from `self.step`; returns the next step.
     fn advance<P: Rest>(
-        &self,
+        &mut self,
         index: pg_sys::Relation,
         query: &WideQuery,
         cache: &mut WideCache<P>,
@@ -469,7 +475,7 @@ impl Lookup {
                         // reading them); the query's own tests come after, unlocked, as a
                         // batch's test of a row may take long and a buffer lock holds off
                         // the interrupts that would stop it.
-                        let (near, next) = run::read_leaf(index, r.id, block, |leaf: Leaf<P>| {
+                        let read = |leaf: Leaf<P>| {
                             let (c, mut near) = (leaf.rows(), Vec::new());
                             match self.center {
                                 Some(center) => {
@@ -481,7 +487,11 @@ impl Lookup {
                                 None => near.extend(entries::<P>(c)),
                             }
                             near
-                        });
+                        };
+                        let (near, next) = match &mut self.recent {
+                            Some(recent) => recent.read_leaf(index, r.id, block, read),
+                            None => run::read_leaf(index, r.id, block, read),
+                        };
                         for e in near {
                             let code = padded_code(layout, 0, &e);
                             if self.accepts(query, &code) {
@@ -801,7 +811,7 @@ fn full_pass<P: Rest>(
     let mut cut_at = 2 * target.max(1);
     // Table 0 of every run whole, and the pending rows; only rows within the cut-off as it
     // stands at each page are copied off it.
-    let mut every = Lookup::every_around(cache, q);
+    let mut every = Lookup::every_around(index, cache, q);
     let mut batch = Vec::new();
     loop {
         batch.clear();
@@ -896,6 +906,7 @@ impl BatchLookup {
             pending: true,
             witness: None,
             step: START,
+            recent: None,
         };
         // when every run is read whole, the centers have nothing left to probe
         let next_center = if whole.iter().all(|&w| w) {
@@ -936,6 +947,7 @@ impl BatchLookup {
                 pending: false,
                 witness: Some((Rc::clone(&self.batch), i)),
                 step: START,
+                recent: None,
             };
         }
     }
