@@ -28,6 +28,9 @@
 # PLOT_DIR=docs/plots PLOT_PYTHON=VENV/bin/python: adds this ROWS to docs/plots/knn_limit10.csv
 # and redraws knn_limit10.svg (one run per size; bench/lib.sh, plot_point).
 #                 SKIP_INSTALL=1 bench/knn.sh   (benchmarks the build already installed)
+# HUGE_PAGES=on: the server's shared buffers in huge pages (needs about 560 reserved 2 MB
+# pages: `echo 600 > /proc/sys/vm/nr_hugepages`); off by default, whatever the machine has
+# reserved, so that runs compare.
 source "$(dirname "$0")/lib.sh"
 DIR=/tmp/neardup-bench-knn
 ROWS=${ROWS:-1000000}
@@ -36,7 +39,7 @@ T0=$SECONDS
 
 [[ -n ${SKIP_INSTALL:-} ]] || install_extension
 cluster_start "$DIR" "shared_buffers = '1GB'" "maintenance_work_mem = '512MB'" "autovacuum = off" \
-    "max_parallel_workers_per_gather = 0" "max_wal_size = '4GB'"
+    "max_parallel_workers_per_gather = 0" "max_wal_size = '4GB'" "huge_pages = ${HUGE_PAGES:-off}"
 trap 'cluster_stop "$DIR"' EXIT
 q() { psql -XqAt -v ON_ERROR_STOP=1 "$@"; }
 
