@@ -331,13 +331,14 @@ stream_round() {
         # Without feedback, PostgreSQL may end a standby session for a conflict with
         # recovery (FATAL 40001, when it comes between two statements, or while the
         # session starts) rather than cancel a query: the round ends there, and the next
-        # one asks again. psql prints the FATAL, or, when the session ended while psql
-        # was between two statements, only that the server closed the connection: then
-        # the standby's log says why it ended.
+        # one asks again. psql prints the FATAL (without its SQLSTATE when it came before
+        # the session's first statement, which psql then reads as it sends that one), or,
+        # when the session ended while psql was between two statements, only that the
+        # server closed the connection: then the standby's log says why it ended.
         if [[ $(grep -c "^SQLSTATE " "$STANDBY/lookups.out") != 170 ]]; then
             backend=$(sed -n 's/^PID \([0-9]*\)$/\1/p' "$STANDBY/lookups.out")
             [[ $feedback == off ]] && {
-                grep -qE "FATAL: +(40001: terminating connection|canceling statement) due to conflict with recovery" "$STANDBY/lookups.out" ||
+                grep -qE "FATAL: +(40001: terminating connection|terminating connection|canceling statement) due to conflict with recovery" "$STANDBY/lookups.out" ||
                     { [[ -n $backend ]] && grep -qF "[$backend] FATAL:  terminating connection due to conflict with recovery" "$STANDBY/server.log"; }
             } || fail "[$STAGE] a round of standby lookups broke off: $(tail -3 "$STANDBY/lookups.out")"
             TERMINATED=$((TERMINATED + 1))
