@@ -398,28 +398,6 @@ pub fn descend(
     }
 }
 
-/// Calls `leaf` with each leaf of `tree` from `start` on, in key order, until it returns
-/// false.
-pub fn walk_leaves<P: Rest>(
-    index: pg_sys::Relation,
-    owner: u32,
-    start: u32,
-    mut leaf: impl FnMut(Leaf<P>) -> bool,
-) {
-    let mut block = start;
-    while block != NO_BLOCK {
-        pgrx::check_for_interrupts!();
-        let locked = page::read_owned(index, block, Kind::Table, owner);
-        // SAFETY: a locked leaf; its link is read under the same lock.
-        unsafe {
-            if !leaf(page::leaf(locked.page())) {
-                return;
-            }
-            block = page::next(locked.page());
-        }
-    }
-}
-
 /// The buffers where this backend last found an index's leaves, by block: hints for
 /// `page::read_owned_recent`, for passes that read every leaf of a table query after
 /// query. Taken from the backend's store for a pass, and put back when it ends (also when
@@ -473,8 +451,7 @@ impl RecentLeaves {
             }
             self.buffers[at] = locked.buffer;
         }
-        // SAFETY: a locked leaf; its link is read under the same lock.
-        unsafe { (read(page::leaf(locked.page())), page::next(locked.page())) }
+        leaf_and_next(&locked, read)
     }
 }
 
@@ -497,10 +474,13 @@ pub fn for_each_entry<P: Rest>(
     tree: &Tree,
     mut emit: impl FnMut(Entry<P>),
 ) {
-    walk_leaves(index, owner, tree.first_leaf, |leaf| {
-        leaf.entries().for_each(&mut emit);
-        true
-    });
+    let mut block = tree.first_leaf;
+    while block != NO_BLOCK {
+        block = read_leaf(index, owner, block, |leaf| {
+            leaf.entries().for_each(&mut emit)
+        })
+        .1;
+    }
 }
 
 /// Calls `emit` with every entry of table `t` of `run`, whose tables are in `parts`: its
@@ -631,7 +611,11 @@ pub fn read_leaf<P: Rest, R>(
     read: impl FnOnce(Leaf<P>) -> R,
 ) -> (R, u32) {
     pgrx::check_for_interrupts!();
-    let locked = page::read_owned(index, block, Kind::Table, owner);
-    // SAFETY: a locked leaf; its link is read under the same lock.
+    leaf_and_next(&page::read_owned(index, block, Kind::Table, owner), read)
+}
+
+/// What `read` returns of a locked leaf, and the next leaf, read under the same lock.
+fn leaf_and_next<P: Rest, R>(locked: &Locked, read: impl FnOnce(Leaf<P>) -> R) -> (R, u32) {
+    // SAFETY: a locked leaf of entries carrying `P`.
     unsafe { (read(page::leaf(locked.page())), page::next(locked.page())) }
 }
