@@ -33,6 +33,7 @@ pub extern "C-unwind" fn _PG_init() {
     });
     am::options::init();
     am::init_pause_points();
+    am::scan::init_ring_budget();
     am::merge_worker::init();
     hamming_query::init();
     images::init();

@@ -13,5 +13,6 @@ pub mod nearest;
 pub mod pair_parts;
 pub mod permuted;
 pub mod prefix_bitmap;
+pub mod rings;
 pub mod table_parts;
 pub mod within;

@@ -21,7 +21,7 @@ mod recovery_conflict;
 pub(crate) mod registry;
 pub use pause::init as init_pause_points;
 mod run;
-mod scan;
+pub mod scan;
 mod spool;
 mod vacuum;
 

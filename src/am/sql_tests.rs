@@ -371,6 +371,72 @@ fn knn_order_by_beyond_max_distance_equals_brute_force() {
     assert!(plan.contains("Index Scan using uni_fp"), "{plan}");
 }
 
+/// Nearest-first passes that read runs by rings (`neardup.ring_budget`): never (0); where
+/// the rings a uniform table would need fit the budget, reading a run whole once they cost
+/// more (1,500 and 20,000 passes' worth, which this size of table takes at rings 5 and 6);
+/// always (1e12). Every budget gives brute force's rows, on the hard fixture (clustered,
+/// duplicated, shared prefixes; two runs, pending and NULL rows) and on uniform rows, for
+/// queries near rows, 8–15 bits from them, and far from the clusters. Rings read other
+/// blocks than a pass over table 0.
+#[pg_test]
+fn knn_by_rings_equals_brute_force_at_every_budget() {
+    hamming_fixture("src", 3000, "simhash64");
+    uniform_indexed_table(0.31, 20000);
+    Spi::run(
+        "CREATE TABLE docs (id bigint, fp simhash64);
+         CREATE INDEX docs_fp ON docs USING hamming (fp) WITH (pending_limit = 500)",
+    )
+    .unwrap();
+    insert_in_batches("src", "docs", 9);
+    Spi::run(
+        "INSERT INTO docs SELECT -i, NULL FROM generate_series(1, 3) i;
+         INSERT INTO uni (fp) SELECT ((random() * 2^63)::bigint # (random() * 2^62)::bigint << 1)::simhash64
+             FROM generate_series(1, 300);
+         INSERT INTO uni (fp) VALUES (NULL);
+         ANALYZE docs; ANALYZE uni;",
+    )
+    .unwrap();
+    assert!(crate::am::meta_of("docs_fp").runs.len() >= 2, "several runs");
+    // The index blocks a LIMIT 10 scan reads (its transaction's count before and after).
+    let blocks = |table: &str, q: &str| {
+        let fetched = || {
+            let sql = format!("SELECT pg_stat_get_xact_blocks_fetched('{table}_fp'::regclass)");
+            Spi::get_one::<i64>(&sql).unwrap().unwrap()
+        };
+        let before = fetched();
+        knn_both_ways(table, q, Some(10));
+        fetched() - before
+    };
+    for table in ["docs", "uni"] {
+        let rows = Spi::get_one::<i64>(&format!("SELECT count(*) FROM {table}")).unwrap().unwrap();
+        let mut queries = knn_far_queries(table, 2);
+        assert_eq!(queries.len(), 2, "{table}: queries 8-15 bits from their nearest row");
+        queries.extend([
+            format!("(SELECT fp FROM {table} WHERE id = 7)"),
+            format!("(SELECT (~fp::bigint)::simhash64 FROM {table} WHERE id = 1)"),
+            "'0123456789abcdef'::simhash64".into(),
+        ]);
+        let mut fetched = Vec::new();
+        for budget in ["0", "1500", "20000", "1e12"] {
+            Spi::run(&format!("SET LOCAL neardup.ring_budget = {budget}")).unwrap();
+            for q in &queries {
+                // Rings at any cost would read every prefix of every table in each of a
+                // full order's passes: the unbounded order only where they are bounded.
+                let unbounded = (budget != "1e12").then_some(None);
+                for limit in [Some(1), Some(10), Some(40), Some(1000)].into_iter().chain(unbounded) {
+                    let (by_index, brute) = knn_both_ways(table, q, limit);
+                    assert_eq!(by_index, brute, "{table} budget {budget} q={q} limit={limit:?}");
+                    let returned = by_index.split(',').count() as i64;
+                    assert_eq!(returned, limit.unwrap_or(rows).min(rows), "{table} q={q}");
+                }
+            }
+            fetched.push(blocks(table, &queries[0]));
+        }
+        assert_ne!(fetched[0], fetched[3], "{table}: rings read other blocks: {fetched:?}");
+    }
+    Spi::run("RESET neardup.ring_budget").unwrap();
+}
+
 /// `uni(id, fp)`: `rows` uniformly random fingerprints (seeded), indexed with `hamming`
 /// while it holds only them, so that rows added later go to the pending list.
 fn uniform_indexed_table(seed: f64, rows: i64) {

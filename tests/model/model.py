@@ -31,7 +31,8 @@ The model is only what each query must return, taken from a forced sequential sc
 same session right then: after every step, in the acting session and in one other, each
 probe fingerprint's `fp <@ hamming_ball(q, r)` (r in 0, 1, 3, 5, 10; on wide codes WIDTHS lists them) through a forced index
 scan, a forced bitmap scan and, with parallel on, both under Gather with workers really
-launched, and `ORDER BY fp <~> q LIMIT k` through the index (same distances; the same ids at
+launched, and `ORDER BY fp <~> q LIMIT k` through the index under a random
+neardup.ring_budget (same distances; the same ids at
 every distance but the last, where the index may break ties otherwise), are compared with
 the sequential scan. Every so often, with no transaction open, hamming_index_check must
 pass and count every row. The first difference prints the seed, the step, the last steps
@@ -75,6 +76,12 @@ WIDTHS = {
 POINTS = ("after_seal", "before_publish", "before_recycle", "merge_table", "vacuum_pass")
 PAUSE_KEY = 4711
 KNN_LIMITS = (1, 3, 10, 50, 300, 100000)
+# neardup.ring_budget for an ORDER BY's index scan: the default; never by rings; rings where a
+# uniform table would need rings 5 or 6 of these tables' 16-bit prefixes, read whole once they
+# cost more; rings at any cost (only for a LIMIT: a full order would read every prefix of
+# every table in each of its passes).
+RING_BUDGETS = ("0.5", "0", "1500", "20000")
+RING_BUDGET_ANY_COST = "1e12"
 # Errors a step may meet by design; anything else is a failure.
 EXPECTED = {
     "55P03": "lock_not_available",
@@ -464,6 +471,9 @@ class Model:
             idx_sql = self.knn_sql(q, k, False)
             ref = self.query(s, "seq", False, self.knn_sql(q, k, True), verify)
             kinds = [("index", False)] + ([("index", True)] if s.parallel else [])
+            budget = self.rng.choice(RING_BUDGETS + ((RING_BUDGET_ANY_COST,) if k <= 300 else ()))
+            self.set_gucs(s, {"neardup.ring_budget": budget})
+            self.stats["knn ring budget " + budget] += 1
             for kind, par in kinds:
                 got = self.query(s, kind, par, idx_sql, verify_par if par else verify)
                 self.compare_knn(s, q, k, idx_sql, got, ref, par)

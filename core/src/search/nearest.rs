@@ -157,10 +157,25 @@ impl<T: Clone, C: Fn(&T, &T) -> Ordering> NearestPass<T, C> {
     /// (`within::count_within_radius`); only the few within it are offered (a pass's cutoff
     /// soon narrows to the distance of its target's row).
     #[inline(always)]
-    pub fn offer_leaf(&mut self, leaf: Leaf, key_query: u64, mut row: impl FnMut(Entry) -> T) {
+    pub fn offer_leaf(&mut self, leaf: Leaf, key_query: u64, row: impl FnMut(Entry) -> T) {
+        self.offer_leaf_where(leaf, key_query, |_| true, row)
+    }
+
+    /// `offer_leaf` for the entries whose stored keys pass `fresh` only: the others were
+    /// offered before (see `rings`). `fresh` is asked only of the entries within the
+    /// cutoff.
+    #[inline(always)]
+    pub fn offer_leaf_where(
+        &mut self,
+        leaf: Leaf,
+        key_query: u64,
+        fresh: impl Fn(u64) -> bool,
+        mut row: impl FnMut(Entry) -> T,
+    ) {
         if let Some(words) = leaf.key_words() {
             for (chunk, keys) in words.chunks(KEYS_AT_ONCE).enumerate() {
-                self.offer_keys(keys, chunk * KEYS_AT_ONCE, leaf, key_query, &mut row);
+                let from = chunk * KEYS_AT_ONCE;
+                self.offer_keys(keys, from, leaf, key_query, &fresh, &mut row);
             }
             return;
         }
@@ -168,11 +183,11 @@ impl<T: Clone, C: Fn(&T, &T) -> Ordering> NearestPass<T, C> {
         for from in (0..leaf.len()).step_by(KEYS_AT_ONCE) {
             let keys = &mut keys[..KEYS_AT_ONCE.min(leaf.len() - from)];
             leaf.copy_keys(from, keys);
-            self.offer_keys(keys, from, leaf, key_query, &mut row);
+            self.offer_keys(keys, from, leaf, key_query, &fresh, &mut row);
         }
     }
 
-    /// Offers the entries `from..` of `leaf` whose keys are `keys`.
+    /// Offers the entries `from..` of `leaf` whose keys are `keys` and pass `fresh`.
     #[inline(always)]
     fn offer_keys(
         &mut self,
@@ -180,15 +195,30 @@ impl<T: Clone, C: Fn(&T, &T) -> Ordering> NearestPass<T, C> {
         from: usize,
         leaf: Leaf,
         key_query: u64,
+        fresh: &impl Fn(u64) -> bool,
         row: &mut impl FnMut(Entry) -> T,
     ) {
         // The cutoff only narrows: a row beyond it now is beyond the pass.
-        let mut offered = 0;
+        let mut within = 0;
         within::count_within_radius(keys, key_query, self.cutoff, |i| {
-            offered += 1;
-            self.offer(hamming(keys[i], key_query), || row(leaf.entry(from + i)));
+            within += 1;
+            if fresh(keys[i]) {
+                self.offer(hamming(keys[i], key_query), || row(leaf.entry(from + i)));
+            }
         });
-        self.beyond += (keys.len() - offered) as u64;
+        self.beyond += (keys.len() - within) as u64;
+    }
+
+    /// The largest distance the pass still keeps: a row farther is beyond it.
+    pub fn cutoff(&self) -> u32 {
+        self.cutoff
+    }
+
+    /// Notes that rows the pass was not offered lie beyond it (a pass reading rings learns
+    /// they are farther than its cutoff without reading them), so that another pass
+    /// follows this one.
+    pub fn unread_beyond(&mut self) {
+        self.beyond += 1;
     }
 
     /// Ends the pass: the rows it kept, in order.
@@ -265,6 +295,20 @@ pub fn passes_for_uniform(rows: f64, from: u32, first: usize, cap: usize) -> u32
         from = to + 1;
     }
     passes
+}
+
+/// The distance at which a pass from distance `from` keeping `target` rows out of `rows`
+/// uniformly random fingerprints is expected to end: the first at which the expected count
+/// from `from` on reaches the target.
+pub fn uniform_cutoff(rows: u64, from: u32, target: usize) -> u32 {
+    let mut expected = 0.0;
+    for d in from..=MAX_DISTANCE {
+        expected += rows as f64 * binomial_probability(d);
+        if expected >= target as f64 {
+            return d;
+        }
+    }
+    MAX_DISTANCE
 }
 
 /// C(64, d) / 2^64: the chance that a random fingerprint lies `d` bits from a given one.

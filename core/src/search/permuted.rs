@@ -201,6 +201,12 @@ impl Permutation {
         top >> low
     }
 
+    /// The bits of the leading blocks, where they are in the fingerprint.
+    pub fn leading_mask(&self) -> u64 {
+        let leading = self.leading.count_ones() as usize;
+        (self.moves.iter().take(leading)).fold(0, |acc, &(from, _, mask)| acc | mask << from)
+    }
+
     #[inline]
     pub fn invert(&self, permuted: u64) -> u64 {
         self.moves.iter().fold(0, |acc, &(from, to, mask)| {

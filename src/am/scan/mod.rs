@@ -16,7 +16,7 @@ mod ordered;
 mod wide;
 
 pub use cache::PASSES_BEFORE_SORTING;
-pub use ordered::{pass_rows_cap, FIRST_PASS_ROWS};
+pub use ordered::{first_pass_share, init as init_ring_budget, pass_rows_cap, FIRST_PASS_ROWS};
 
 use super::build::item_pointer;
 use super::codes;

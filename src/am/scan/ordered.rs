@@ -12,14 +12,17 @@
 //! Several ORDER BY distances sort lexicographically, then by TID; rows whose fingerprint
 //! is NULL come last with NULL distances, as a seq scan would sort them.
 
-use super::cache::{for_each_row_in, Row, ScanCache};
+use super::cache::{for_each_row_in, DirectoryPage, Row, ScanCache};
 use super::matches::Matches;
 use super::Query;
 use crate::am::run::{self, RecentLeaves};
 use neardup_core::search::index_page::{Entry, Leaf, Tid, NO_BLOCK};
 use neardup_core::search::nearest::{pass_target, NearestPass, Start, NULL_BUCKET};
-use neardup_core::search::permuted::Permutation;
+use neardup_core::search::permuted::{Layout, Permutation};
+use neardup_core::search::prefix_bitmap::PrefixBitmap;
+use neardup_core::search::rings::{expected_rings, pass_cost, ring_cost, Rings};
 use neardup_core::signatures::simhash::hamming;
+use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::pg_sys;
 use std::cmp::Ordering;
 
@@ -39,6 +42,60 @@ pub struct Hit {
 /// took 1.57 ms at 256 and 1.90 ms at 1,024 (bench/knn.sh), which had taken a third less
 /// than 4,096.
 pub const FIRST_PASS_ROWS: usize = 256;
+
+/// The first pass's target when the largest run is read by rings (`rings`): a pass that
+/// keeps fewer rows ends nearer, where fewer rings bound it (over 10 M random codes a
+/// target of 32 ends near 15 bits, which rings 0 to 3 bound; 256 near 16, which takes ring
+/// 4, 2.6 times as many prefixes). The passes after it take the targets of passes that
+/// read whole tables, so a deeper order is not read in more passes than before.
+pub const FIRST_RING_PASS_ROWS: usize = 32;
+
+/// `neardup.ring_budget`: how much of a pass over a run's table 0 the rings of a pass may
+/// cost (as estimated for the run's size) before the run is read whole instead.
+pub static RING_BUDGET: GucSetting<f64> = GucSetting::<f64>::new(0.5);
+
+pub fn init() {
+    GucRegistry::define_float_guc(
+        c"neardup.ring_budget",
+        c"Share of a whole pass over a hamming index's run that a nearest-first pass may spend reading it by rings.",
+        c"0 reads every run whole; a large value reads by rings whatever they cost.",
+        &RING_BUDGET,
+        0.0,
+        1e12,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+}
+
+/// Whether a pass over the runs of `cache` from distance `from` keeping `target` rows reads
+/// run `run` by rings.
+fn by_rings(cache: &ScanCache, run: usize, from: u32, target: usize) -> bool {
+    let total = cache.meta.runs.iter().map(|r| r.rows).sum();
+    let rows = cache.meta.runs[run].rows;
+    let pass = (total, from, target);
+    expected_rings(&cache.layouts[run], rows, pass, RING_BUDGET.get()).is_some()
+}
+
+/// What a scan's first pass costs, as a share of a pass over every run's table 0, when its
+/// largest run (of `rows` rows laid out as `layout`, out of `total`) is read by rings: for
+/// the cost model.
+pub fn first_pass_share(layout: &Layout, rows: u64, total: u64) -> f64 {
+    let pass = (total, layout.max_distance + 1, FIRST_RING_PASS_ROWS);
+    match expected_rings(layout, rows, pass, RING_BUDGET.get()) {
+        Some((_, cost)) => (cost + pass_cost(total - rows)) / pass_cost(total),
+        None => 1.0,
+    }
+}
+
+/// The target of pass number `pass` (from 0) of a scan over the runs of `cache`.
+fn target_of_pass(cache: &ScanCache, pass: u32, start: u32) -> usize {
+    let cap = pass_rows_cap();
+    let largest = (0..cache.meta.runs.len()).max_by_key(|&r| cache.meta.runs[r].rows);
+    if pass == 0 && largest.is_some_and(|r| by_rings(cache, r, start, FIRST_RING_PASS_ROWS)) {
+        return pass_target(0, FIRST_RING_PASS_ROWS, cap);
+    }
+    pass_target(pass, FIRST_PASS_ROWS, cap)
+}
 
 /// The most rows a pass keeps: work_mem's worth (half of it, as a pass may hold twice its
 /// target before it cuts).
@@ -110,7 +167,7 @@ impl Ordered {
                     }
                 }
                 Phase::Pass(start) => {
-                    let target = pass_target(self.passes, FIRST_PASS_ROWS, pass_rows_cap());
+                    let target = target_of_pass(cache, self.passes, start.distance);
                     self.passes += 1;
                     let (hits, next) = pass(index, query, cache, start, target);
                     self.phase = next.map_or(Phase::Done, Phase::Pass);
@@ -181,19 +238,34 @@ fn pass(
     };
     // The pass orders rows of one distance to the first ORDER BY: by the others, then TID.
     let within_distance = order_by.get(1..).unwrap_or_default();
+    let from = start.distance;
     let mut pass = NearestPass::new(start, target, |a: &Hit, b: &Hit| {
         compare(a, b, within_distance)
     });
+    // Without conditions, the large runs may be read by rings, after the rest has narrowed
+    // the pass's cutoff.
+    let plain_q = q.filter(|_| !conditions);
+    let ring_runs: Vec<usize> = match plain_q {
+        Some(_) => (0..cache.meta.runs.len())
+            .filter(|&run| by_rings(cache, run, from, target))
+            .collect(),
+        None => Vec::new(),
+    };
     let runs = cache.meta.runs.iter().zip(&cache.layouts).zip(&cache.parts);
     let mut recent = RecentLeaves::take(index);
-    for ((run, layout), parts) in runs {
+    for (i, ((run, layout), parts)) in runs.enumerate() {
         let table = &layout.tables()[0];
-        for tree in &run.trees[parts.trees_of(0)] {
+        let trees = if ring_runs.contains(&i) {
+            &[]
+        } else {
+            &run.trees[parts.trees_of(0)]
+        };
+        for tree in trees {
             let mut block = tree.first_leaf;
             while block != NO_BLOCK {
-                let ((), next) = recent.read_leaf(index, run.id, block, |leaf: Leaf| {
-                    match q.filter(|_| !conditions) {
-                        Some(q) => offer_leaf(&mut pass, leaf, table.apply(q), table),
+                let ((), next) =
+                    recent.read_leaf(index, run.id, block, |leaf: Leaf| match plain_q {
+                        Some(q) => offer_leaf(&mut pass, leaf, table.apply(q), table, |_| true),
                         None => {
                             for e in leaf.entries() {
                                 let fp = table.invert(e.key);
@@ -205,8 +277,7 @@ fn pass(
                                 }
                             }
                         }
-                    }
-                });
+                    });
                 block = next;
             }
         }
@@ -225,18 +296,162 @@ fn pass(
             pass.offer(bucket(fp), || Hit { fp, tid });
         }
     });
+    if let Some(q) = plain_q {
+        offer_by_rings(index, cache, &mut recent, &mut pass, q, &ring_runs);
+    }
     let selected = pass.finish();
     (selected.rows, selected.next)
 }
 
-/// Offers a leaf's entries to a pass, with AVX2 or the CPU's popcount instruction
-/// where it has them: the distance test is nearly the whole cost of a pass, and the
-/// portable build (the x86-64 baseline) counts bits in a dozen instructions.
-fn offer_leaf<C: Fn(&Hit, &Hit) -> Ordering>(
+/// Offers the rows of the runs `runs` (positions in the scan's metapage) ring by ring
+/// (`neardup_core::search::rings`: every table's prefixes 0, 1, 2 … bits from `q`'s) until
+/// the pass's cutoff is nearer than every row not read yet. A run whose rings come to cost
+/// more than `neardup.ring_budget` passes over its table 0 (a query far from every row)
+/// is read whole instead, skipping the rows its rings offered, so a pass costs at most
+/// about 1.5 whole reads.
+fn offer_by_rings<C: Fn(&Hit, &Hit) -> Ordering>(
+    index: pg_sys::Relation,
+    cache: &mut ScanCache,
+    recent: &mut RecentLeaves,
+    pass: &mut NearestPass<Hit, C>,
+    q: u64,
+    runs: &[usize],
+) {
+    let rings: Vec<Rings> = (runs.iter())
+        .map(|&run| Rings::new(&cache.layouts[run], q))
+        .collect();
+    let mut spent = vec![0.0; runs.len()];
+    // Positions in `runs` still read ring by ring.
+    let mut reading: Vec<usize> = (0..runs.len()).collect();
+    for e in 0..=64u32 {
+        if e > 0 {
+            let unread = reading.iter().map(|&i| rings[i].unread_from(e - 1)).min();
+            match unread {
+                None => return,
+                Some(nearest) if pass.cutoff() < nearest => {
+                    pass.unread_beyond();
+                    return;
+                }
+                Some(_) => {}
+            }
+        }
+        let mut still = Vec::with_capacity(reading.len());
+        for i in reading {
+            let (run, layout) = (&cache.meta.runs[runs[i]], &cache.layouts[runs[i]]);
+            let widest = layout.tables().iter().map(|t| t.prefix_bits).max();
+            if widest.is_some_and(|w| e > w) {
+                continue; // every row was read
+            }
+            spent[i] += ring_cost(layout, run.rows, e);
+            if spent[i] > RING_BUDGET.get() * pass_cost(run.rows) {
+                offer_unread(index, cache, recent, pass, q, runs[i], &rings[i], e);
+            } else {
+                offer_ring(index, cache, recent, pass, q, runs[i], &rings[i], e);
+                still.push(i);
+            }
+        }
+        reading = still;
+    }
+}
+
+/// Offers the rows of ring `e` of every table of run `run` whose home it is.
+#[allow(clippy::too_many_arguments)]
+fn offer_ring<C: Fn(&Hit, &Hit) -> Ordering>(
+    index: pg_sys::Relation,
+    cache: &mut ScanCache,
+    recent: &mut RecentLeaves,
+    pass: &mut NearestPass<Hit, C>,
+    q: u64,
+    run: usize,
+    rings: &Rings,
+    e: u32,
+) {
+    let ScanCache {
+        meta,
+        layouts,
+        parts,
+        directory,
+        ..
+    } = cache;
+    let (r, layout) = (&meta.runs[run], &layouts[run]);
+    for (t, table) in layout.tables().iter().enumerate() {
+        let key_q = table.apply(q);
+        for (lo, hi) in rings.ranges(t, e) {
+            let tree = &r.trees[parts[run].tree_of(t, lo)];
+            if tree.root != NO_BLOCK {
+                let root = DirectoryPage::cached(directory, index, tree.root, r.id);
+                if let Some(prefixes) = &root.prefixes {
+                    if !PrefixBitmap::may_hold(prefixes, lo, hi) {
+                        continue;
+                    }
+                }
+            }
+            let start = run::descend(tree, lo, |block, visit| {
+                let page = DirectoryPage::cached(directory, index, block, r.id);
+                visit(&page.contents, page.level)
+            });
+            let mut block = start.unwrap_or(NO_BLOCK);
+            while block != NO_BLOCK {
+                let (more, next) = recent.read_leaf(index, r.id, block, |leaf: Leaf| {
+                    for i in leaf.lower_bound(lo)..leaf.len() {
+                        let key = leaf.key(i);
+                        if key > hi {
+                            return false;
+                        }
+                        let d = hamming(key, key_q);
+                        // A row within the cutoff is offered from its home only; one
+                        // beyond it is counted as such.
+                        if d > pass.cutoff() || rings.is_home(t, e, table.invert(key)) {
+                            pass.offer(d, || Hit {
+                                fp: Some(table.invert(key)),
+                                tid: leaf.entry(i).tid,
+                            });
+                        }
+                    }
+                    true
+                });
+                block = if more { next } else { NO_BLOCK };
+            }
+        }
+    }
+}
+
+/// Offers the rows of run `run`'s table 0 that rings `0..e` did not.
+#[allow(clippy::too_many_arguments)]
+fn offer_unread<C: Fn(&Hit, &Hit) -> Ordering>(
+    index: pg_sys::Relation,
+    cache: &ScanCache,
+    recent: &mut RecentLeaves,
+    pass: &mut NearestPass<Hit, C>,
+    q: u64,
+    run: usize,
+    rings: &Rings,
+    e: u32,
+) {
+    let (r, layout) = (&cache.meta.runs[run], &cache.layouts[run]);
+    let table = &layout.tables()[0];
+    let fresh = |key: u64| rings.home(table.invert(key)).1 >= e;
+    for tree in &r.trees[cache.parts[run].trees_of(0)] {
+        let mut block = tree.first_leaf;
+        while block != NO_BLOCK {
+            let ((), next) = recent.read_leaf(index, r.id, block, |leaf: Leaf| {
+                offer_leaf(pass, leaf, table.apply(q), table, fresh)
+            });
+            block = next;
+        }
+    }
+}
+
+/// Offers a leaf's entries that pass `fresh` (their stored keys) to a pass, with AVX2 or
+/// the CPU's popcount instruction where it has them: the distance test is nearly the whole
+/// cost of a pass, and the portable build (the x86-64 baseline) counts bits in a dozen
+/// instructions.
+fn offer_leaf<C: Fn(&Hit, &Hit) -> Ordering, F: Fn(u64) -> bool>(
     pass: &mut NearestPass<Hit, C>,
     leaf: Leaf,
     permuted_q: u64,
     table: &Permutation,
+    fresh: F,
 ) {
     #[cfg(target_arch = "x86_64")]
     {
@@ -244,24 +459,25 @@ fn offer_leaf<C: Fn(&Hit, &Hit) -> Ordering>(
             && std::arch::is_x86_feature_detected!("popcnt")
         {
             // SAFETY: the CPU has the instructions the function is compiled for.
-            return unsafe { offer_leaf_avx2(pass, leaf, permuted_q, table) };
+            return unsafe { offer_leaf_avx2(pass, leaf, permuted_q, table, fresh) };
         }
         if std::arch::is_x86_feature_detected!("popcnt") {
             // SAFETY: as above.
-            return unsafe { offer_leaf_popcnt(pass, leaf, permuted_q, table) };
+            return unsafe { offer_leaf_popcnt(pass, leaf, permuted_q, table, fresh) };
         }
     }
-    offer_leaf_portable(pass, leaf, permuted_q, table)
+    offer_leaf_portable(pass, leaf, permuted_q, table, fresh)
 }
 
 #[inline(always)]
-fn offer_leaf_portable<C: Fn(&Hit, &Hit) -> Ordering>(
+fn offer_leaf_portable<C: Fn(&Hit, &Hit) -> Ordering, F: Fn(u64) -> bool>(
     pass: &mut NearestPass<Hit, C>,
     leaf: Leaf,
     permuted_q: u64,
     table: &Permutation,
+    fresh: F,
 ) {
-    pass.offer_leaf(leaf, permuted_q, |e| Hit {
+    pass.offer_leaf_where(leaf, permuted_q, fresh, |e| Hit {
         fp: Some(table.invert(e.key)),
         tid: e.tid,
     })
@@ -269,22 +485,24 @@ fn offer_leaf_portable<C: Fn(&Hit, &Hit) -> Ordering>(
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt")]
-unsafe fn offer_leaf_popcnt<C: Fn(&Hit, &Hit) -> Ordering>(
+unsafe fn offer_leaf_popcnt<C: Fn(&Hit, &Hit) -> Ordering, F: Fn(u64) -> bool>(
     pass: &mut NearestPass<Hit, C>,
     leaf: Leaf,
     permuted_q: u64,
     table: &Permutation,
+    fresh: F,
 ) {
-    offer_leaf_portable(pass, leaf, permuted_q, table)
+    offer_leaf_portable(pass, leaf, permuted_q, table, fresh)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,popcnt")]
-unsafe fn offer_leaf_avx2<C: Fn(&Hit, &Hit) -> Ordering>(
+unsafe fn offer_leaf_avx2<C: Fn(&Hit, &Hit) -> Ordering, F: Fn(u64) -> bool>(
     pass: &mut NearestPass<Hit, C>,
     leaf: Leaf,
     permuted_q: u64,
     table: &Permutation,
+    fresh: F,
 ) {
-    offer_leaf_portable(pass, leaf, permuted_q, table)
+    offer_leaf_portable(pass, leaf, permuted_q, table, fresh)
 }
