@@ -9,7 +9,9 @@
 #   (a) ORDER BY fp <~> q LIMIT 10, one statement per query: p50, p99 and average ms per
 #       query of each kind through the index, against the same queries with SET
 #       enable_indexscan = off (a serial seq scan + top-N sort); both answers must have the
-#       same distances (100 % recall);
+#       same distances (100 % recall); (a') the same through the index with
+#       neardup.ring_budget = 0 (every run read whole, no rings: the baseline of rings,
+#       which the default reads runs of about 7 M to 33 M rows by);
 #   (b) the same as one LATERAL join of the far queries;
 #   (c) LIMIT 1000, which reads deeper (one or two passes);
 #   (d) the same LIMIT 10 queries by FAISS IndexBinaryFlat (a flat scan of the codes in its
@@ -114,6 +116,15 @@ plot_point knn_limit10 "rows,index p50 (far),index p99 (far),index p50 (near),se
 plot_draw knn_limit10 --title "ORDER BY fp <~> q LIMIT 10: ms per query, $QUERIES queries per kind, recall $(recall 10) %" \
     --xlabel "rows (uniformly random 64-bit codes)" --ylabel "ms per query" --logx --logy \
     --command "PLOT_DIR=docs/plots ROWS=<rows> QUERIES=$QUERIES bench/knn.sh"
+
+echo "== (a') the same with neardup.ring_budget = 0: every run read whole, as before rings"
+PGOPTIONS="-c neardup.ring_budget=0" q -c "SELECT knn('whole', 10)" >/dev/null
+for kind in far near; do
+    for s in p50 p99; do
+        result "kNN LIMIT 10, $kind queries, $s" "$(stat index 10 $kind $s)" ms "every run read whole, $s" "$(stat whole 10 $kind $s)"
+    done
+done
+result "recall of LIMIT 10, every run read whole" "$(recall 10 whole)" % - ""
 
 echo "== (b) LIMIT 10 as one LATERAL join of the $QUERIES queries"
 lateral="SELECT count(*), sum(d) FROM queries q0, LATERAL (SELECT fp <~> q0.q AS d FROM docs ORDER BY fp <~> q0.q LIMIT 10) x WHERE q0.kind = 'far'"
