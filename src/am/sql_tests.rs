@@ -292,20 +292,26 @@ fn planner_uses_the_index_for_small_radii_and_joins_and_a_seq_scan_for_large_one
 /// `ORDER BY fp <~> q` through the index and by brute force (`hamming(fp, q) + 0`, ties by
 /// ctid as the index breaks them, NULL distances last), as `id:distance` lists.
 fn knn_both_ways(table: &str, q: &str, limit: Option<i64>) -> (String, String) {
+    knn_both_ways_on(table, "fp", q, limit)
+}
+
+/// `knn_both_ways` on column `column` of `table` (any code width).
+fn knn_both_ways_on(table: &str, column: &str, q: &str, limit: Option<i64>) -> (String, String) {
     let limit = limit.map_or(String::new(), |n| format!("LIMIT {n}"));
     let list = |order: &str| {
         format!(
             "SELECT coalesce(string_agg(id || ':' || coalesce(d::text, 'null'), ','), '') FROM
-             (SELECT id, fp <~> {q} AS d FROM {table} ORDER BY {order} {limit}) s"
+             (SELECT id, {column} <~> {q} AS d FROM {table} ORDER BY {order} {limit}) s"
         )
     };
-    let by_index = list(&format!("fp <~> {q}"));
+    let by_index = list(&format!("{column} <~> {q}"));
     Spi::run("SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = on; SET LOCAL enable_bitmapscan = off").unwrap();
     let plan = plan_of(&by_index);
     assert!(plan.contains("Index Scan using"), "{plan}");
     let index_answer = Spi::get_one::<String>(&by_index).unwrap().unwrap();
     Spi::run("SET LOCAL enable_seqscan = on; SET LOCAL enable_indexscan = off").unwrap();
-    let brute = Spi::get_one::<String>(&list(&format!("hamming(fp, {q}) + 0, ctid"))).unwrap().unwrap();
+    let brute = list(&format!("hamming({column}, {q}) + 0, ctid"));
+    let brute = Spi::get_one::<String>(&brute).unwrap().unwrap();
     Spi::run("RESET enable_seqscan; RESET enable_indexscan; RESET enable_bitmapscan").unwrap();
     (index_answer, brute)
 }

@@ -68,8 +68,13 @@ pub fn init() {
 }
 
 /// Whether a pass over the runs of `cache` from distance `from` keeping `target` rows reads
-/// run `run` by rings.
+/// run `run` by rings. Never the runs of a merge table by table: a row's table 0 may be in
+/// one of them and its other tables in another, and rings find a row in its home table
+/// only, so they would miss it or find it twice; table 0 of each holds each row once.
 fn by_rings(cache: &ScanCache, run: usize, from: u32, target: usize) -> bool {
+    if cache.meta.in_merge(cache.meta.runs[run].id) {
+        return false;
+    }
     let total = cache.meta.runs.iter().map(|r| r.rows).sum();
     let rows = cache.meta.runs[run].rows;
     let pass = (total, from, target);
@@ -399,11 +404,15 @@ fn offer_ring<C: Fn(&Hit, &Hit) -> Ordering>(
                             return false;
                         }
                         let d = hamming(key, key_q);
-                        // A row within the cutoff is offered from its home only; one
-                        // beyond it is counted as such.
-                        if d > pass.cutoff() || rings.is_home(t, e, table.invert(key)) {
+                        if d > pass.cutoff() {
+                            pass.unread_beyond();
+                            continue;
+                        }
+                        // A row within the cutoff is offered from its home only.
+                        let fp = table.invert(key);
+                        if rings.is_home(t, e, fp) {
                             pass.offer(d, || Hit {
-                                fp: Some(table.invert(key)),
+                                fp: Some(fp),
                                 tid: leaf.entry(i).tid,
                             });
                         }
