@@ -101,15 +101,22 @@ stat() {
     q -c "SELECT round(($f)::numeric, 2) FROM answers a JOIN queries USING (qid) WHERE a.mode = '$1' AND a.n = $2 AND kind = '$3'"
 }
 
+# against LABEL MODE BASELINE BASE_MODE [STATS]: per kind of query, each statistic (default
+# p50 p99) of the LIMIT 10 times of MODE against those of BASE_MODE.
+against() {
+    local kind s
+    for kind in far near; do
+        for s in ${5:-p50 p99}; do
+            result "$1, $kind queries, $s" "$(stat "$2" 10 $kind $s)" ms "$3, $s" "$(stat "$4" 10 $kind $s)"
+        done
+    done
+}
+
 echo "== (a) ORDER BY fp <~> q LIMIT 10, one statement per query"
 q -c "SELECT knn('warm', 10)" >/dev/null
 q -c "SELECT knn('index', 10)" >/dev/null
 PGOPTIONS=$seqopts q -c "SELECT knn('seq', 10)" >/dev/null
-for kind in far near; do
-    for s in p50 p99 avg; do
-        result "kNN LIMIT 10, $kind queries, $s, $ROWS rows" "$(stat index 10 $kind $s)" ms "seq scan + top-N sort, $s" "$(stat seq 10 $kind $s)"
-    done
-done
+against "kNN LIMIT 10 ($ROWS rows)" index "seq scan + top-N sort" seq "p50 p99 avg"
 result "recall of LIMIT 10 (same distances)" "$(recall 10)" % - ""
 plot_point knn_limit10 "rows,index p50 (far),index p99 (far),index p50 (near),seq scan p50 (far)" \
     "$ROWS,$(stat index 10 far p50),$(stat index 10 far p99),$(stat index 10 near p50),$(stat seq 10 far p50)"
@@ -119,11 +126,7 @@ plot_draw knn_limit10 --title "ORDER BY fp <~> q LIMIT 10: ms per query, $QUERIE
 
 echo "== (a') the same with neardup.ring_budget = 0: every run read whole, as before rings"
 PGOPTIONS="-c neardup.ring_budget=0" q -c "SELECT knn('whole', 10)" >/dev/null
-for kind in far near; do
-    for s in p50 p99; do
-        result "kNN LIMIT 10, $kind queries, $s" "$(stat index 10 $kind $s)" ms "every run read whole, $s" "$(stat whole 10 $kind $s)"
-    done
-done
+against "kNN LIMIT 10" index "every run read whole" whole
 result "recall of LIMIT 10, every run read whole" "$(recall 10 whole)" % - ""
 
 echo "== (b) LIMIT 10 as one LATERAL join of the $QUERIES queries"
@@ -209,11 +212,7 @@ q -c "SELECT setseed(0.9)" -c "INSERT INTO docs (fp) SELECT rnd64()::simhash64 F
     -c "ANALYZE docs"
 q -c "SELECT knn('grown', 10)" >/dev/null
 PGOPTIONS=$seqopts q -c "SELECT knn('grown seq', 10)" >/dev/null
-for kind in far near; do
-    for s in p50 p99; do
-        result "kNN LIMIT 10 after +10 %, $kind queries, $s" "$(stat grown 10 $kind $s)" ms "seq scan + top-N sort, $s" "$(stat 'grown seq' 10 $kind $s)"
-    done
-done
+against "kNN LIMIT 10 after +10 %" grown "seq scan + top-N sort" "grown seq"
 result "recall of LIMIT 10 after +10 % (same distances)" "$(recall 10 grown 'grown seq')" % - ""
 
 echo

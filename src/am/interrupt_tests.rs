@@ -95,10 +95,12 @@ fn assert_interrupted_lookups_exact(table: &str, radii: &[u32], context: &str) {
 /// leaves a row's table 0 in one run and its other tables in another: reading some of its
 /// runs by rings and others whole returned 15 rows twice in these 2,000 (the model test
 /// found it), so they are all read whole.
-fn assert_interrupted_order_exact(table: &str, context: &str) {
+fn assert_interrupted_order_exact(table: &str, ty: &str, context: &str) {
     let near = format!("(SELECT c FROM {table} WHERE id = 7)");
     let flipped = format!("(SELECT c FROM {table} WHERE id = 30011)");
-    for budget in ["0", "400", "1e12"] {
+    // Wide codes are never read by rings.
+    let budgets: &[&str] = if ty == "simhash64" { &["0", "400", "1e12"] } else { &["0"] };
+    for budget in budgets {
         Spi::run(&format!("SET LOCAL neardup.ring_budget = {budget}")).unwrap();
         for q in [&near, &flipped] {
             for limit in [10, 1000] {
@@ -136,7 +138,7 @@ fn merges_stopped_at_every_step_leave_lookups_exact() {
             }
             let context = format!("{ty} stopped at {point}");
             assert_interrupted_lookups_exact(&table, radii, &context);
-            assert_interrupted_order_exact(&table, &context);
+            assert_interrupted_order_exact(&table, ty, &context);
             assert_eq!(index_check(&format!("{table}_c")), 60_000, "{context}");
         }
         // The next insert finishes the merge; nothing is left half done.

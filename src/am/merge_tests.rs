@@ -13,6 +13,18 @@ fn insert_in_batches(source: &str, target: &str, batches: i64) {
     }
 }
 
+/// `docs (id, fp)`: `hamming_fixture`'s `rows` 64-bit rows inserted in 9 statements under a
+/// hamming index whose pending list takes 500 rows (several runs and a pending list).
+fn docs_in_runs(rows: i64) {
+    hamming_fixture("src", rows, "simhash64");
+    Spi::run(
+        "CREATE TABLE docs (id bigint, fp simhash64);
+         CREATE INDEX docs_fp ON docs USING hamming (fp) WITH (pending_limit = 500)",
+    )
+    .unwrap();
+    insert_in_batches("src", "docs", 9);
+}
+
 fn row_count(table: &str) -> i64 {
     Spi::get_one::<i64>(&format!("SELECT count(*) FROM {table}")).unwrap().unwrap()
 }
@@ -453,13 +465,7 @@ fn a_recycling_past_the_ids_in_the_wal_takes_one_subtransaction_id_and_releases_
 /// the middle of a pass (a cancel's, `neardup.error_at`) leaves the next scans exact.
 #[pg_test]
 fn knn_passes_over_runs_pending_and_nulls_equal_brute_force_at_small_work_mem() {
-    hamming_fixture("src", 3000, "simhash64");
-    Spi::run(
-        "CREATE TABLE docs (id bigint, fp simhash64);
-         CREATE INDEX docs_fp ON docs USING hamming (fp) WITH (pending_limit = 500)",
-    )
-    .unwrap();
-    insert_in_batches("src", "docs", 9);
+    docs_in_runs(3000);
     Spi::run(
         "INSERT INTO docs SELECT -i, NULL FROM generate_series(1, 30) i;
          INSERT INTO docs SELECT -100 - id, (fp::bigint # 4)::simhash64 FROM src WHERE id % 40 = 0;

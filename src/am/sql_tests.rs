@@ -386,14 +386,8 @@ fn knn_order_by_beyond_max_distance_equals_brute_force() {
 /// blocks than a pass over table 0.
 #[pg_test]
 fn knn_by_rings_equals_brute_force_at_every_budget() {
-    hamming_fixture("src", 3000, "simhash64");
+    docs_in_runs(3000);
     uniform_indexed_table(0.31, 20000);
-    Spi::run(
-        "CREATE TABLE docs (id bigint, fp simhash64);
-         CREATE INDEX docs_fp ON docs USING hamming (fp) WITH (pending_limit = 500)",
-    )
-    .unwrap();
-    insert_in_batches("src", "docs", 9);
     Spi::run(
         "INSERT INTO docs SELECT -i, NULL FROM generate_series(1, 3) i;
          INSERT INTO uni (fp) SELECT ((random() * 2^63)::bigint # (random() * 2^62)::bigint << 1)::simhash64

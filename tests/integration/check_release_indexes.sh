@@ -10,8 +10,8 @@
 # EXTENSION UPDATE:
 #   - a sequential count and every plan that only costs the index work, whatever its format;
 #   - an index of a format this build reads in place (2 on) answers exactly as brute force
-#     does (index scans, bitmap scans, nearest codes), takes inserts that merge with the old
-#     runs, deletes and VACUUM, and stays exact;
+#     does (index scans, bitmap scans, nearest codes, also read by rings), takes inserts
+#     that merge with the old runs, deletes and VACUUM, and stays exact;
 #   - an index of a format it does not read (format 1: 0.2.0) is retired by the first write
 #     (a WARNING; inserts, deletes and VACUUM go on without it) and its scans fail with
 #     55000 naming REINDEX (0.2.0's update to 0.3.0 rebuilds it);
@@ -87,13 +87,14 @@ SQL
 )
 # Lookups at radii 0 to 6 from 40 centers, nearest codes, a self-join's pair count; run
 # through the indexes and by a sequential scan, the two must be equal.
-ANSWERS=$(cat <<'SQL'
+KNN="SELECT 'knn', c.id, (SELECT string_agg((fp <~> c.fp)::text, ',') FROM (SELECT fp FROM t ORDER BY fp <~> c.fp LIMIT 8) k)
+  FROM t c WHERE c.id % 600 = 11 ORDER BY 2;"
+ANSWERS=$(cat <<SQL
 SELECT 'ball', c.id, r, (SELECT count(*) FROM t WHERE t.fp <@ hamming_ball(c.fp, r)),
        (SELECT count(*) FROM t WHERE t.f8 <@ hamming_ball(c.f8, r)),
        (SELECT count(*) FROM t WHERE hamming(t.fp, c.fp) <= r)
   FROM t c, generate_series(0, 6, 3) r WHERE c.id % 150 = 7 ORDER BY 2, 3;
-SELECT 'knn', c.id, (SELECT string_agg((fp <~> c.fp)::text, ',') FROM (SELECT fp FROM t ORDER BY fp <~> c.fp LIMIT 8) k)
-  FROM t c WHERE c.id % 600 = 11 ORDER BY 2;
+$KNN
 SELECT 'pairs', count(*) FROM t a JOIN t b ON hamming(a.fp, b.fp) <= 2 AND a.id < b.id;
 SELECT 'rows', count(*), count(fp) FROM t;
 SQL
@@ -108,6 +109,10 @@ exact() { # WHEN: the answers through the indexes (index and bitmap scans) are b
     q <<<"$BITMAP $ANSWERS" >"$DIR/bitmap.txt"
     diff -u "$DIR/brute.txt" "$DIR/indexed.txt" >&2 || fail "$1: index scans are not brute force"
     diff -u "$DIR/brute.txt" "$DIR/bitmap.txt" >&2 || fail "$1: bitmap scans are not brute force"
+    # the nearest codes with every run read by rings, whatever they cost (runs of old formats)
+    PGOPTIONS="-c neardup.ring_budget=1e12" q <<<"$INDEXED $KNN" >"$DIR/rings.txt"
+    diff -u <(grep "^knn|" "$DIR/brute.txt") "$DIR/rings.txt" >&2 || fail "$1: nearest codes by rings are not brute force"
+    [[ -s $DIR/rings.txt ]] || fail "$1: no nearest codes"
     grep -q "^pairs|[1-9]" "$DIR/brute.txt" || fail "$1: no pairs: the data is not what the check needs"
     # (the ball is the form every release's operator classes have; a catalog older than
     # hamming_within has hamming(a, b) <= k looked up without the index)

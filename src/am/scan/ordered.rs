@@ -302,151 +302,152 @@ fn pass(
         }
     });
     if let Some(q) = plain_q {
-        offer_by_rings(index, cache, &mut recent, &mut pass, q, &ring_runs);
+        let mut reader = RingReader {
+            index,
+            cache,
+            recent: &mut recent,
+            pass: &mut pass,
+            q,
+        };
+        reader.offer_by_rings(&ring_runs);
     }
     let selected = pass.finish();
     (selected.rows, selected.next)
 }
 
-/// Offers the rows of the runs `runs` (positions in the scan's metapage) ring by ring
-/// (`neardup_core::search::rings`: every table's prefixes 0, 1, 2 … bits from `q`'s) until
-/// the pass's cutoff is nearer than every row not read yet. A run whose rings come to cost
-/// more than `neardup.ring_budget` passes over its table 0 (a query far from every row)
-/// is read whole instead, skipping the rows its rings offered, so a pass costs at most
-/// about 1.5 whole reads.
-fn offer_by_rings<C: Fn(&Hit, &Hit) -> Ordering>(
+/// A pass reading runs by rings: what each of its steps reads and offers to.
+struct RingReader<'a, C> {
     index: pg_sys::Relation,
-    cache: &mut ScanCache,
-    recent: &mut RecentLeaves,
-    pass: &mut NearestPass<Hit, C>,
+    cache: &'a mut ScanCache,
+    recent: &'a mut RecentLeaves,
+    pass: &'a mut NearestPass<Hit, C>,
     q: u64,
-    runs: &[usize],
-) {
-    let rings: Vec<Rings> = (runs.iter())
-        .map(|&run| Rings::new(&cache.layouts[run], q))
-        .collect();
-    let mut spent = vec![0.0; runs.len()];
-    // Positions in `runs` still read ring by ring.
-    let mut reading: Vec<usize> = (0..runs.len()).collect();
-    for e in 0..=64u32 {
-        if e > 0 {
-            let unread = reading.iter().map(|&i| rings[i].unread_from(e - 1)).min();
-            match unread {
-                None => return,
-                Some(nearest) if pass.cutoff() < nearest => {
-                    pass.unread_beyond();
-                    return;
-                }
-                Some(_) => {}
-            }
-        }
-        let mut still = Vec::with_capacity(reading.len());
-        for i in reading {
-            let (run, layout) = (&cache.meta.runs[runs[i]], &cache.layouts[runs[i]]);
-            let widest = layout.tables().iter().map(|t| t.prefix_bits).max();
-            if widest.is_some_and(|w| e > w) {
-                continue; // every row was read
-            }
-            spent[i] += ring_cost(layout, run.rows, e);
-            if spent[i] > RING_BUDGET.get() * pass_cost(run.rows) {
-                offer_unread(index, cache, recent, pass, q, runs[i], &rings[i], e);
-            } else {
-                offer_ring(index, cache, recent, pass, q, runs[i], &rings[i], e);
-                still.push(i);
-            }
-        }
-        reading = still;
-    }
 }
 
-/// Offers the rows of ring `e` of every table of run `run` whose home it is.
-#[allow(clippy::too_many_arguments)]
-fn offer_ring<C: Fn(&Hit, &Hit) -> Ordering>(
-    index: pg_sys::Relation,
-    cache: &mut ScanCache,
-    recent: &mut RecentLeaves,
-    pass: &mut NearestPass<Hit, C>,
-    q: u64,
-    run: usize,
-    rings: &Rings,
-    e: u32,
-) {
-    let ScanCache {
-        meta,
-        layouts,
-        parts,
-        directory,
-        ..
-    } = cache;
-    let (r, layout) = (&meta.runs[run], &layouts[run]);
-    for (t, table) in layout.tables().iter().enumerate() {
-        let key_q = table.apply(q);
-        for (lo, hi) in rings.ranges(t, e) {
-            let tree = &r.trees[parts[run].tree_of(t, lo)];
-            if tree.root != NO_BLOCK {
-                let root = DirectoryPage::cached(directory, index, tree.root, r.id);
-                if let Some(prefixes) = &root.prefixes {
-                    if !PrefixBitmap::may_hold(prefixes, lo, hi) {
-                        continue;
+impl<C: Fn(&Hit, &Hit) -> Ordering> RingReader<'_, C> {
+    /// Offers the rows of the runs `runs` (positions in the scan's metapage) ring by ring
+    /// (`neardup_core::search::rings`: every table's prefixes 0, 1, 2 … bits from `q`'s)
+    /// until the pass's cutoff is nearer than every row not read yet. A run whose rings
+    /// come to cost more than `neardup.ring_budget` passes over its table 0 (a query far
+    /// from every row) is read whole instead, skipping the rows its rings offered, so a
+    /// pass costs at most about 1.5 whole reads.
+    fn offer_by_rings(&mut self, runs: &[usize]) {
+        let rings: Vec<Rings> = (runs.iter())
+            .map(|&run| Rings::new(&self.cache.layouts[run], self.q))
+            .collect();
+        let mut spent = vec![0.0; runs.len()];
+        // Positions in `runs` still read ring by ring.
+        let mut reading: Vec<usize> = (0..runs.len()).collect();
+        for e in 0..=64u32 {
+            if e > 0 {
+                let unread = reading.iter().map(|&i| rings[i].unread_from(e - 1)).min();
+                match unread {
+                    None => return,
+                    Some(nearest) if self.pass.cutoff() < nearest => {
+                        self.pass.unread_beyond();
+                        return;
                     }
+                    Some(_) => {}
                 }
             }
-            let start = run::descend(tree, lo, |block, visit| {
-                let page = DirectoryPage::cached(directory, index, block, r.id);
-                visit(&page.contents, page.level)
-            });
-            let mut block = start.unwrap_or(NO_BLOCK);
-            while block != NO_BLOCK {
-                let (more, next) = recent.read_leaf(index, r.id, block, |leaf: Leaf| {
-                    for i in leaf.lower_bound(lo)..leaf.len() {
-                        let key = leaf.key(i);
-                        if key > hi {
-                            return false;
-                        }
-                        let d = hamming(key, key_q);
-                        if d > pass.cutoff() {
-                            pass.unread_beyond();
+            let mut still = Vec::with_capacity(reading.len());
+            for i in reading {
+                let (run, layout) = (&self.cache.meta.runs[runs[i]], &self.cache.layouts[runs[i]]);
+                let widest = layout.tables().iter().map(|t| t.prefix_bits).max();
+                if widest.is_some_and(|w| e > w) {
+                    continue; // every row was read
+                }
+                spent[i] += ring_cost(layout, run.rows, e);
+                if spent[i] > RING_BUDGET.get() * pass_cost(run.rows) {
+                    self.offer_unread(runs[i], &rings[i], e);
+                } else {
+                    self.offer_ring(runs[i], &rings[i], e);
+                    still.push(i);
+                }
+            }
+            reading = still;
+        }
+    }
+
+    /// Offers the rows of ring `e` of every table of run `run` whose home it is.
+    fn offer_ring(&mut self, run: usize, rings: &Rings, e: u32) {
+        let RingReader {
+            index,
+            cache,
+            recent,
+            pass,
+            q,
+        } = self;
+        let ScanCache {
+            meta,
+            layouts,
+            parts,
+            directory,
+            ..
+        } = cache;
+        let (index, r, layout) = (*index, &meta.runs[run], &layouts[run]);
+        for (t, table) in layout.tables().iter().enumerate() {
+            let key_q = table.apply(*q);
+            for (lo, hi) in rings.ranges(t, e) {
+                let tree = &r.trees[parts[run].tree_of(t, lo)];
+                if tree.root != NO_BLOCK {
+                    let root = DirectoryPage::cached(directory, index, tree.root, r.id);
+                    if let Some(prefixes) = &root.prefixes {
+                        if !PrefixBitmap::may_hold(prefixes, lo, hi) {
                             continue;
                         }
-                        // A row within the cutoff is offered from its home only.
-                        let fp = table.invert(key);
-                        if rings.is_home(t, e, fp) {
-                            pass.offer(d, || Hit {
-                                fp: Some(fp),
-                                tid: leaf.entry(i).tid,
-                            });
-                        }
                     }
-                    true
+                }
+                let start = run::descend(tree, lo, |block, visit| {
+                    let page = DirectoryPage::cached(directory, index, block, r.id);
+                    visit(&page.contents, page.level)
                 });
-                block = if more { next } else { NO_BLOCK };
+                let mut block = start.unwrap_or(NO_BLOCK);
+                while block != NO_BLOCK {
+                    let (more, next) = recent.read_leaf(index, r.id, block, |leaf: Leaf| {
+                        for i in leaf.lower_bound(lo)..leaf.len() {
+                            let key = leaf.key(i);
+                            if key > hi {
+                                return false;
+                            }
+                            let d = hamming(key, key_q);
+                            if d > pass.cutoff() {
+                                pass.unread_beyond();
+                                continue;
+                            }
+                            // A row within the cutoff is offered from its home only.
+                            let fp = table.invert(key);
+                            if rings.is_home(t, e, fp) {
+                                pass.offer(d, || Hit {
+                                    fp: Some(fp),
+                                    tid: leaf.entry(i).tid,
+                                });
+                            }
+                        }
+                        true
+                    });
+                    block = if more { next } else { NO_BLOCK };
+                }
             }
         }
     }
-}
 
-/// Offers the rows of run `run`'s table 0 that rings `0..e` did not.
-#[allow(clippy::too_many_arguments)]
-fn offer_unread<C: Fn(&Hit, &Hit) -> Ordering>(
-    index: pg_sys::Relation,
-    cache: &ScanCache,
-    recent: &mut RecentLeaves,
-    pass: &mut NearestPass<Hit, C>,
-    q: u64,
-    run: usize,
-    rings: &Rings,
-    e: u32,
-) {
-    let (r, layout) = (&cache.meta.runs[run], &cache.layouts[run]);
-    let table = &layout.tables()[0];
-    let fresh = |key: u64| rings.home(table.invert(key)).1 >= e;
-    for tree in &r.trees[cache.parts[run].trees_of(0)] {
-        let mut block = tree.first_leaf;
-        while block != NO_BLOCK {
-            let ((), next) = recent.read_leaf(index, r.id, block, |leaf: Leaf| {
-                offer_leaf(pass, leaf, table.apply(q), table, fresh)
-            });
-            block = next;
+    /// Offers the rows of run `run`'s table 0 that rings `0..e` did not.
+    fn offer_unread(&mut self, run: usize, rings: &Rings, e: u32) {
+        let (r, layout) = (&self.cache.meta.runs[run], &self.cache.layouts[run]);
+        let table = &layout.tables()[0];
+        let fresh = |key: u64| rings.home(table.invert(key)).1 >= e;
+        for tree in &r.trees[self.cache.parts[run].trees_of(0)] {
+            let mut block = tree.first_leaf;
+            while block != NO_BLOCK {
+                let pass = &mut *self.pass;
+                let ((), next) = self
+                    .recent
+                    .read_leaf(self.index, r.id, block, |leaf: Leaf| {
+                        offer_leaf(pass, leaf, table.apply(self.q), table, fresh)
+                    });
+                block = next;
+            }
         }
     }
 }
