@@ -72,27 +72,12 @@ libraries_before=$(server_libraries)
         echo "pg$major = \"$(scripts/private_pg.sh "${SERVER_PG_CONFIG[$major]}" /tmp/neardup-private-pg)\""
     done
 } >"$PGRX_PRIVATE_HOME/config.toml"
-# The three majors side by side: one run alone leaves a core idle about 40 % of the time
-# (one crate compiling; backends waiting on each other), and each has its own private
-# server, port (pgrx's 28800 + major) and data directory. Cargo builds them one at a time.
-SQL_LOGS=$ROOT/target/sql-test-logs
-mkdir -p "$SQL_LOGS"
-declare -A SQL_RUN=()
 for major in 15 16 18; do
     PGDATA_TEST=/tmp/neardup-pgrx-test-$major
     mkdir -p "$PGDATA_TEST"
     chown postgres: "$PGDATA_TEST"
-    PGRX_HOME=$PGRX_PRIVATE_HOME cargo pgrx test "pg$major" --runas postgres --pgdata "$PGDATA_TEST" \
-        >"$SQL_LOGS/pg$major.log" 2>&1 &
-    SQL_RUN[$major]=$!
+    PGRX_HOME=$PGRX_PRIVATE_HOME cargo pgrx test "pg$major" --runas postgres --pgdata "$PGDATA_TEST"
 done
-sql_failed=()
-for major in 15 16 18; do
-    wait "${SQL_RUN[$major]}" || sql_failed+=("$major")
-    echo "-- cargo pgrx test pg$major"
-    cat "$SQL_LOGS/pg$major.log"
-done
-((${#sql_failed[@]} == 0)) || { echo "test.sh: SQL tests failed on ${sql_failed[*]}" >&2; exit 1; }
 [[ $(server_libraries) == "$libraries_before" ]] ||
     { echo "test.sh: cargo pgrx test changed a server's own neardup library" >&2; exit 1; }
 
