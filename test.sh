@@ -17,7 +17,8 @@
 #                   index a model-based test (tests/model), isolation specs
 #                   (tests/isolation), crash, standby and long-snapshot checks, the
 #                   background merge workers; the Debian package installed without cargo; neardup on a
-#                   Citus coordinator and 2 workers (Citus built once by scripts/citus.sh)
+#                   Citus coordinator and 2 workers (Citus built once by scripts/citus.sh);
+#                   the longest checks, each in a cluster of its own, run beside the others
 #   5. other majors: on 18 and 16, the integration checks that do not depend on the major's
 #                   own behaviour being 15's, and pg_upgrade from 15
 set -euo pipefail
@@ -95,7 +96,7 @@ COMMON="check_readme_cookbook check_cancellation check_memory_bounds check_paral
 check_held_rows_ddl check_any_schema check_package"
 section "5. integration (PostgreSQL 18)"
 PG_CONFIG=$PG18 NEARDUP_CHECKS="$COMMON check_index_crash check_index_standby check_merge_worker check_merge_xids check_citus check_pg_upgrade" \
-    tests/integration/run.sh
+    NEARDUP_SIDE_CHECKS="check_index_standby" tests/integration/run.sh
 section "5. integration (PostgreSQL 16)"
 PG_CONFIG=$PG16 NEARDUP_CHECKS="$COMMON check_pg_upgrade" tests/integration/run.sh
 section "done"

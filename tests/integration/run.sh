@@ -4,6 +4,11 @@
 # files (tests/sql/NAME.sql) must print exactly tests/expected/NAME.out; every
 # tests/integration/check_*.sh must exit 0. With NEARDUP_CHECKS="NAME ..." only those checks
 # run (no regression files): test.sh's choice for the other majors.
+# The checks in NEARDUP_SIDE_CHECKS (default: the model test and the earlier releases'
+# indexes, a third of the time, each in a cluster of its own) run one after another beside
+# the others, which mostly keep one core busy; their output follows the others'. The
+# checks that replace the server's own library (the package, the install over a running
+# server) run first, before anything runs beside them.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -44,11 +49,38 @@ for sql in "${regressions[@]}"; do
     report "regression $name" $status $start
 done
 
+# (ordered: the checks that replace the library, then the side lane's, then the rest)
+SIDE=" ${NEARDUP_SIDE_CHECKS-check_model check_release_indexes} "
+EXCLUSIVE=" check_package check_install_while_running "
+exclusive=() side=() rest=()
 for check in "${checks[@]}"; do
-    start=$SECONDS status=0
-    bash "$check" || status=$?
-    report "$(basename "$check" .sh)" $status $start
+    name=$(basename "$check" .sh)
+    if [[ $EXCLUSIVE == *" $name "* ]]; then exclusive+=("$check")
+    elif [[ $SIDE == *" $name "* ]]; then side+=("$check")
+    else rest+=("$check"); fi
 done
+run_check() { # CHECK
+    local start=$SECONDS status=0
+    bash "$1" || status=$?
+    report "$(basename "$1" .sh)" $status $start
+}
+for check in "${exclusive[@]}"; do run_check "$check"; done
+side_log=$RESULTS/side-lane.log side_lane=
+rm -f "$side_log.counts"
+if ((${#side[@]})); then
+    ( passed=0 failed=0
+      for check in "${side[@]}"; do run_check "$check"; done
+      echo "$passed $failed" >"$side_log.counts" ) >"$side_log" 2>&1 &
+    side_lane=$!
+    echo "beside the others: ${side[*]##*/} (output at the end)"
+fi
+for check in "${rest[@]}"; do run_check "$check"; done
+if [[ -n $side_lane ]]; then
+    wait "$side_lane" || true
+    cat "$side_log"
+    read -r side_passed side_failed <"$side_log.counts" 2>/dev/null || side_passed=0 side_failed=${#side[@]}
+    passed=$((passed + side_passed)) failed=$((failed + side_failed))
+fi
 
 echo "integration on PostgreSQL $PG_MAJOR: $passed passed, $failed failed"
 [[ $failed == 0 ]]
