@@ -108,8 +108,14 @@ cursor=$(($(sed -n '/^fetch-start$/,/^fetch-end$/p' "$DIR/holder.out" | grep -c 
 # (c) The next merge recycles everything; later inserts reuse the pages.
 size_before=$(q -c "SELECT pg_relation_size('docs_fp')")
 q >/dev/null -c "INSERT INTO docs SELECT n, fp::simhash64 FROM gen WHERE n > 125000 AND n <= 126000"
+# (the merge is the workers', after the INSERT returns: polled up to 60 s, as in (a))
+T1=$SECONDS
 read -r pages bytes < <(q -F' ' -c "SELECT * FROM registry_pages()")
-((bytes == 0)) || fail "$bytes bytes of garbage left in the registry after the cursor closed"
+while ((bytes != 0 && SECONDS - T1 < 60)); do
+    sleep 0.2
+    read -r pages bytes < <(q -F' ' -c "SELECT * FROM registry_pages()")
+done
+((bytes == 0)) || fail "$bytes bytes of garbage left in the registry 60 s after the cursor closed"
 q >/dev/null -c "INSERT INTO docs SELECT n, fp::simhash64 FROM gen WHERE n > 126000"
 echo "   after the cursor closed: $(q -c "SELECT runs()") runs, index $((size_before / 8192)) -> $(($(q -c "SELECT pg_relation_size('docs_fp')") / 8192)) pages"
 size_after=$(q -c "SELECT pg_relation_size('docs_fp')")
