@@ -83,13 +83,12 @@ done | q >/dev/null || fail "inserts failed under the long scan"
 # stopped for as long as the cursor stayed open; here they catch up in a second or two,
 # but CI once read 15 runs the moment the inserts returned).
 pending() { q -c "SELECT get_byte(p, 24 + 28) + (get_byte(p, 24 + 29) << 8) FROM get_raw_page('docs_fp', 0) p"; }
-T1=$SECONDS
+# wait_for CONDITION: until the command CONDITION succeeds, or for 60 s
+wait_for() { local t=$SECONDS; until "$1" || ((SECONDS - t >= 60)); do sleep 0.2; done; }
+merged() { (($(q -c "SELECT runs()") <= 8 && $(pending) <= 2)); }
+T1=$SECONDS first_runs=$(q -c "SELECT runs()")
+wait_for merged
 runs=$(q -c "SELECT runs()")
-first_runs=$runs
-while ((runs > 8 || $(pending) > 2)) && ((SECONDS - T1 < 60)); do
-    sleep 0.2
-    runs=$(q -c "SELECT runs()")
-done
 read -r pages bytes < <(q -F' ' -c "SELECT * FROM registry_pages()")
 echo "   under the open cursor: registry $pages pages ($bytes bytes of garbage records)," \
     "$first_runs runs as the inserts returned, $runs after $((SECONDS - T1)) s"
@@ -108,13 +107,10 @@ cursor=$(($(sed -n '/^fetch-start$/,/^fetch-end$/p' "$DIR/holder.out" | grep -c 
 # (c) The next merge recycles everything; later inserts reuse the pages.
 size_before=$(q -c "SELECT pg_relation_size('docs_fp')")
 q >/dev/null -c "INSERT INTO docs SELECT n, fp::simhash64 FROM gen WHERE n > 125000 AND n <= 126000"
-# (the merge is the workers', after the INSERT returns: polled up to 60 s, as in (a))
-T1=$SECONDS
-read -r pages bytes < <(q -F' ' -c "SELECT * FROM registry_pages()")
-while ((bytes != 0 && SECONDS - T1 < 60)); do
-    sleep 0.2
-    read -r pages bytes < <(q -F' ' -c "SELECT * FROM registry_pages()")
-done
+# (the merge is the workers', after the INSERT returns: waited for, as in (a))
+recycled() { [[ $(q -c "SELECT bytes FROM registry_pages()") == 0 ]]; }
+wait_for recycled
+bytes=$(q -c "SELECT bytes FROM registry_pages()")
 ((bytes == 0)) || fail "$bytes bytes of garbage left in the registry 60 s after the cursor closed"
 q >/dev/null -c "INSERT INTO docs SELECT n, fp::simhash64 FROM gen WHERE n > 126000"
 echo "   after the cursor closed: $(q -c "SELECT runs()") runs, index $((size_before / 8192)) -> $(($(q -c "SELECT pg_relation_size('docs_fp')") / 8192)) pages"

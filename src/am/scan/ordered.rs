@@ -436,16 +436,15 @@ impl<C: Fn(&Hit, &Hit) -> Ordering> RingReader<'_, C> {
     fn offer_unread(&mut self, run: usize, rings: &Rings, e: u32) {
         let (r, layout) = (&self.cache.meta.runs[run], &self.cache.layouts[run]);
         let table = &layout.tables()[0];
+        let key_q = table.apply(self.q);
         let fresh = |key: u64| rings.home(table.invert(key)).1 >= e;
+        let (recent, pass) = (&mut *self.recent, &mut *self.pass);
         for tree in &r.trees[self.cache.parts[run].trees_of(0)] {
             let mut block = tree.first_leaf;
             while block != NO_BLOCK {
-                let pass = &mut *self.pass;
-                let ((), next) = self
-                    .recent
-                    .read_leaf(self.index, r.id, block, |leaf: Leaf| {
-                        offer_leaf(pass, leaf, table.apply(self.q), table, fresh)
-                    });
+                let ((), next) = recent.read_leaf(self.index, r.id, block, |leaf: Leaf| {
+                    offer_leaf(pass, leaf, key_q, table, fresh)
+                });
                 block = next;
             }
         }
