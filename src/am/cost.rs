@@ -148,16 +148,13 @@ pub unsafe extern "C-unwind" fn amcostestimate(
             Probes::None if ordered => {
                 // ORDER BY alone: a lookup, then a pass per batch of farther rows. An entry
                 // of a pass is one distance test: an operator, not an index tuple.
-                // The first pass reads the largest run by rings when they pay (`scan::ordered`).
+                // The first pass reads the largest run (or merge) by rings when they pay (`scan::ordered`).
                 let (pages, cost) = lookup(1.0);
                 let pass = one_table * seq_page + rows * pg_sys::cpu_operator_cost;
                 let passes =
                     passes_for_uniform(rows, m.max_distance + 1, FIRST_PASS_ROWS, pass_rows_cap())
                         .max(1) as f64;
-                let largest = m.runs.iter().max_by_key(|r| r.rows);
-                let share = largest.map_or(1.0, |run| {
-                    first_pass_share(&meta::layout::<Layout>(&m, run), run.rows, m.run_rows())
-                });
+                let share = first_pass_share(&m);
                 let first = pass * share;
                 let rest = pass * (passes - 1.0);
                 (pages + one_table * share, cost + first, cost + first + rest)

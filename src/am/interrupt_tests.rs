@@ -5,8 +5,14 @@
 /// `30_000` codes of `ty` and a copy of each with `i % 24` bits flipped, in `table (id, c)`,
 /// with a hamming index `{table}_c` whose pending list takes 16,000 rows.
 fn interrupt_fixture(table: &str, ty: &str) {
+    interrupt_fixture_with(table, ty, "");
+}
+
+/// `interrupt_fixture`, running `setup` (SQL) once the table exists, before any row.
+fn interrupt_fixture_with(table: &str, ty: &str, setup: &str) {
     Spi::run(&format!(
         "CREATE TABLE {table} (id int, c {ty});
+         {setup}
          INSERT INTO {table} SELECT i, {code} FROM generate_series(1, 30000) i;
          INSERT INTO {table} SELECT i + 30000, {flipped} FROM generate_series(1, 30000) i;
          CREATE INDEX {table}_c ON {table} USING hamming (c) WITH (pending_limit = 16000)",
@@ -44,16 +50,25 @@ fn interrupt_flipped(ty: &str, i: &str) -> String {
 /// Inserts 16,000 more rows (ids from `first`) in a statement that the ERROR injected at
 /// `point` stops; fails if it was not stopped there.
 fn insert_interrupted_at(table: &str, ty: &str, first: i64, point: &str) {
+    insert_stopped_at(table, ty, (first, first + 15_999), point, true);
+}
+
+/// Inserts rows `ids` (inclusive) in a statement that the ERROR injected at `point` may
+/// stop (must, if `must`).
+fn insert_stopped_at(table: &str, ty: &str, (first, last): (i64, i64), point: &str, must: bool) {
+    let unstopped = match must {
+        true => format!("RAISE EXCEPTION 'the insert was not stopped at {point}';"),
+        false => String::new(),
+    };
     Spi::run(&format!(
         "SET neardup.error_at = '{point}';
          DO $$ BEGIN
              INSERT INTO {table} SELECT i, {code} FROM generate_series({first}, {last}) i;
-             RAISE EXCEPTION 'the insert was not stopped at {point}';
+             {unstopped}
          EXCEPTION WHEN query_canceled THEN NULL;
          END $$;
          RESET neardup.error_at",
         code = interrupt_flipped(ty, "i"),
-        last = first + 15_999,
     ))
     .unwrap();
 }
@@ -61,20 +76,38 @@ fn insert_interrupted_at(table: &str, ty: &str, first: i64, point: &str) {
 /// For 40 rows' codes and each radius, the rows within it found by the index (an index
 /// scan rescanned under a nested loop, and a bitmap scan) against a sequential scan's.
 fn assert_interrupted_lookups_exact(table: &str, radii: &[u32], context: &str) {
-    let centers = format!("(SELECT c FROM {table} WHERE id % 1500 = 1) a");
+    let brute = lookups_brute(table, radii);
+    assert_lookups_equal(table, radii, &brute, &[INDEX_SCAN, BITMAP_SCAN], context);
+}
+
+/// The 40 rows' codes of `assert_interrupted_lookups_exact`.
+fn lookup_centers(table: &str) -> String {
+    format!("(SELECT c FROM {table} WHERE id % 1500 = 1) a")
+}
+
+/// The rows within each radius of the 40 rows' codes, by a sequential scan.
+fn lookups_brute(table: &str, radii: &[u32]) -> Vec<i64> {
     Spi::run(SEQ_SCAN).unwrap();
     let counts = radii
         .iter()
-        .map(|r| format!("count(*) FILTER (WHERE d <= {r})"))
+        .map(|r| format!("(count(*) FILTER (WHERE d <= {r}))::text"))
         .collect::<Vec<_>>()
         .join(" || ',' || ");
+    let centers = lookup_centers(table);
     let brute = text(&format!(
         "SELECT {counts} FROM (SELECT hamming(b.c, a.c) AS d FROM {centers}, {table} b) x"
     ));
-    let brute: Vec<i64> = brute.split(',').map(|n| n.parse().unwrap()).collect();
-    for (r, brute) in radii.iter().zip(brute) {
+    Spi::run("RESET enable_seqscan; RESET enable_indexscan; RESET enable_bitmapscan").unwrap();
+    brute.split(',').map(|n| n.parse().unwrap()).collect()
+}
+
+/// The rows within each radius of the 40 rows' codes through the index, in each plan of
+/// `plans` (settings that force it), equal `brute`.
+fn assert_lookups_equal(table: &str, radii: &[u32], brute: &[i64], plans: &[&str], context: &str) {
+    let centers = lookup_centers(table);
+    for (r, &brute) in radii.iter().zip(brute) {
         assert!(brute >= 40, "{context}: {brute} rows within {r}");
-        for set in [INDEX_SCAN, BITMAP_SCAN] {
+        for set in plans {
             Spi::run(set).unwrap();
             let found = Spi::get_one::<i64>(&format!(
                 "SELECT count(*) FROM {centers},
@@ -90,25 +123,40 @@ fn assert_interrupted_lookups_exact(table: &str, radii: &[u32], context: &str) {
 
 /// The nearest rows to two rows' codes (one with bits flipped from another's), in order, equal
 /// brute force's, whatever `neardup.ring_budget` (64-bit runs read whole, by rings at any
-/// cost, or at 400, where the largest input of the merge table by table stopped at
-/// `merge_table` would be read by rings and the new run whole). A merge table by table
-/// leaves a row's table 0 in one run and its other tables in another: reading some of its
-/// runs by rings and others whole returned 15 rows twice in these 2,000 (the model test
-/// found it), so they are all read whole.
+/// cost, or at 200 and 400, where rings read part of the order and then the runs whole). A merge
+/// table by table leaves a row's table 0 in one run and its other tables in another:
+/// reading some of its runs by rings and others whole returned 15 rows twice in these
+/// 2,000 (the model test found it), so rings read them as one (`ordered::ring_units`).
 fn assert_interrupted_order_exact(table: &str, ty: &str, context: &str) {
+    assert_order_equal(table, ty, &order_brute(table, None), context);
+}
+
+/// The nearest-first queries of `assert_interrupted_order_exact` (the query code, the
+/// LIMIT), with `far` if any, and their answers by brute force.
+fn order_brute(table: &str, far: Option<&str>) -> Vec<(String, i64, String)> {
     let near = format!("(SELECT c FROM {table} WHERE id = 7)");
     let flipped = format!("(SELECT c FROM {table} WHERE id = 30011)");
+    let mut queries = vec![(near.clone(), 10), (near, 1000), (flipped.clone(), 10), (flipped, 1000)];
+    queries.extend(far.map(|far| (far.to_string(), 100)));
+    (queries.into_iter())
+        .map(|(q, limit)| {
+            let brute = knn_brute_on(table, "c", &q, Some(limit));
+            (q, limit, brute)
+        })
+        .collect()
+}
+
+/// The answers of `queries` (of `order_brute`) through the index equal brute force's.
+fn assert_order_equal(table: &str, ty: &str, queries: &[(String, i64, String)], context: &str) {
     // Wide codes are never read by rings.
-    let budgets: &[&str] = if ty == "simhash64" { &["0", "400", "1e12"] } else { &["0"] };
+    let budgets: &[&str] = if ty == "simhash64" { &["0", "200", "400", "1e12"] } else { &["0"] };
     for budget in budgets {
         Spi::run(&format!("SET LOCAL neardup.ring_budget = {budget}")).unwrap();
-        for q in [&near, &flipped] {
-            for limit in [10, 1000] {
-                let (by_index, brute) = knn_both_ways_on(table, "c", q, Some(limit));
-                let context = format!("{context}: budget {budget}, q = {q}, LIMIT {limit}");
-                assert_eq!(by_index, brute, "{context}");
-                assert_eq!(by_index.split(',').count() as i64, limit, "{context}");
-            }
+        for (q, limit, brute) in queries {
+            let by_index = knn_by_index_on(table, "c", q, Some(*limit));
+            let context = format!("{context}: budget {budget}, q = {q}, LIMIT {limit}");
+            assert_eq!(&by_index, brute, "{context}");
+            assert_eq!(by_index.split(',').count() as i64, *limit, "{context}");
         }
     }
     Spi::run("RESET neardup.ring_budget").unwrap();
@@ -152,6 +200,76 @@ fn merges_stopped_at_every_step_leave_lookups_exact() {
         assert_eq!((m.merging, m.merge_inputs.len()), (0, 0), "{ty}: {m:?}");
         assert_interrupted_lookups_exact(&table, radii, &format!("{ty} after the next insert"));
         assert_eq!(index_check(&format!("{table}_c")), 76_000, "{ty}");
+    }
+}
+
+/// The trees a merge table by table has left to write: its inputs' trees not yet empty.
+fn trees_left(index: &str) -> usize {
+    let m = crate::am::meta_of(index);
+    let inputs = m.runs.iter().filter(|r| m.merge_inputs.contains(&r.id));
+    let empty = neardup_core::search::index_page::Tree::EMPTY;
+    inputs.flat_map(|r| &r.trees).filter(|t| **t != empty).count()
+}
+
+/// A merge table by table stopped after each of its trees in turn (the next insert goes
+/// on with it, and is stopped after the next tree), for every code width: in each state
+/// (each table moved part by part to the new run) lookups (by an index scan and a bitmap
+/// scan in turn) and the nearest rows equal brute force's, the latter on 64-bit codes with the merge's runs read whole, by rings
+/// at any cost, and at a budget where rings give up part way (`ordered::ring_units`: rings
+/// read the runs of such a merge as one).
+#[pg_test]
+fn a_merge_stopped_after_each_of_its_trees_leaves_lookups_exact() {
+    for (ty, radii) in [
+        ("simhash64", &[3, 5][..]),
+        ("hash128", &[31][..]),
+        ("hash256", &[31][..]),
+    ] {
+        let (table, index) = (format!("t_{ty}"), format!("t_{ty}_c"));
+        // Every fourth bit of the 64-bit codes is zero, so that a query with those bits set
+        // is 16 bits from every row, as far in each table's leading block: its rings,
+        // expecting uniform rows, give up part way (at budget 200) and read the unread
+        // rows of the merge's runs whole, and the nearest are among those.
+        let (setup, far) = match ty {
+            "simhash64" => (
+                format!(
+                    "CREATE FUNCTION sparse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+                         NEW.c := (NEW.c::bigint & x'7777777777777777'::bigint)::simhash64;
+                         RETURN NEW;
+                     END $$;
+                     CREATE TRIGGER sparse BEFORE INSERT ON {table}
+                         FOR EACH ROW EXECUTE FUNCTION sparse();"
+                ),
+                Some(format!(
+                    "(SELECT (c::bigint | x'8888888888888888'::bigint)::simhash64 FROM {table} WHERE id = 7)"
+                )),
+            ),
+            _ => (String::new(), None),
+        };
+        interrupt_fixture_with(&table, ty, &setup);
+        insert_interrupted_at(&table, ty, 100_001, "merge_table");
+        // From now on every insert merges, and so goes on with the merge.
+        Spi::run(&format!("ALTER INDEX {index} SET (pending_limit = 1)")).unwrap();
+        // The rows stay those of the fixture until the merge ends: each insert is undone.
+        let (lookups, order) = (lookups_brute(&table, radii), order_brute(&table, far.as_deref()));
+        let (mut states, mut next) = (0, 200_001);
+        while crate::am::meta_of(&index).merging != 0 {
+            let left = trees_left(&index);
+            let context = format!("{ty}: {left} trees left to merge");
+            // An index scan and a bitmap scan, in turn (each costs about a second a state).
+            let plan = [INDEX_SCAN, BITMAP_SCAN][states % 2];
+            assert_lookups_equal(&table, radii, &lookups, &[plan], &context);
+            assert_order_equal(&table, ty, &order, &context);
+            insert_stopped_at(&table, ty, (next, next), "merge_table", false);
+            next += 1;
+            states += 1;
+            let m = crate::am::meta_of(&index);
+            assert!(m.merging == 0 || trees_left(&index) < left, "{context}: {m:?}");
+        }
+        assert!(states >= 8, "{ty}: the merge stopped in {states} states");
+        assert_interrupted_lookups_exact(&table, radii, &format!("{ty}: merged"));
+        // The last insert, which the merge's end did not stop, added its row.
+        let rows = Spi::get_one::<i64>(&format!("SELECT count(*) FROM {table}"));
+        assert_eq!(index_check(&index), rows.unwrap().unwrap(), "{ty}");
     }
 }
 

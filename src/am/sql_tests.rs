@@ -297,23 +297,38 @@ fn knn_both_ways(table: &str, q: &str, limit: Option<i64>) -> (String, String) {
 
 /// `knn_both_ways` on column `column` of `table` (any code width).
 fn knn_both_ways_on(table: &str, column: &str, q: &str, limit: Option<i64>) -> (String, String) {
-    let limit = limit.map_or(String::new(), |n| format!("LIMIT {n}"));
-    let list = |order: &str| {
-        format!(
-            "SELECT coalesce(string_agg(id || ':' || coalesce(d::text, 'null'), ','), '') FROM
-             (SELECT id, {column} <~> {q} AS d FROM {table} ORDER BY {order} {limit}) s"
-        )
-    };
-    let by_index = list(&format!("{column} <~> {q}"));
+    let by_index = knn_by_index_on(table, column, q, limit);
+    (by_index, knn_brute_on(table, column, q, limit))
+}
+
+/// The `id:distance` list of `knn_both_ways_on` through a forced index scan.
+fn knn_by_index_on(table: &str, column: &str, q: &str, limit: Option<i64>) -> String {
+    let by_index = knn_list(table, column, q, &format!("{column} <~> {q}"), limit);
     Spi::run("SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = on; SET LOCAL enable_bitmapscan = off").unwrap();
     let plan = plan_of(&by_index);
     assert!(plan.contains("Index Scan using"), "{plan}");
     let index_answer = Spi::get_one::<String>(&by_index).unwrap().unwrap();
+    Spi::run("RESET enable_seqscan; RESET enable_indexscan; RESET enable_bitmapscan").unwrap();
+    index_answer
+}
+
+/// The `id:distance` list of `knn_both_ways_on` by a sequential scan and a sort.
+fn knn_brute_on(table: &str, column: &str, q: &str, limit: Option<i64>) -> String {
+    let order = format!("hamming({column}, {q}) + 0, ctid");
+    let brute = knn_list(table, column, q, &order, limit);
     Spi::run("SET LOCAL enable_seqscan = on; SET LOCAL enable_indexscan = off").unwrap();
-    let brute = list(&format!("hamming({column}, {q}) + 0, ctid"));
     let brute = Spi::get_one::<String>(&brute).unwrap().unwrap();
     Spi::run("RESET enable_seqscan; RESET enable_indexscan; RESET enable_bitmapscan").unwrap();
-    (index_answer, brute)
+    brute
+}
+
+/// The query of `table`'s rows `id:distance`, ordered by `order`.
+fn knn_list(table: &str, column: &str, q: &str, order: &str, limit: Option<i64>) -> String {
+    let limit = limit.map_or(String::new(), |n| format!("LIMIT {n}"));
+    format!(
+        "SELECT coalesce(string_agg(id || ':' || coalesce(d::text, 'null'), ','), '') FROM
+         (SELECT id, {column} <~> {q} AS d FROM {table} ORDER BY {order} {limit}) s"
+    )
 }
 
 /// Queries whose nearest row is 8–15 bits away: rows of `table` with 8–15 bits flipped,

@@ -16,11 +16,12 @@ use super::cache::{for_each_row_in, DirectoryPage, Row, ScanCache};
 use super::matches::Matches;
 use super::Query;
 use crate::am::run::{self, RecentLeaves};
-use neardup_core::search::index_page::{Entry, Leaf, Tid, NO_BLOCK};
+use neardup_core::search::index_page::{Entry, Leaf, Meta, Tid, NO_BLOCK};
 use neardup_core::search::nearest::{pass_target, NearestPass, Start, NULL_BUCKET};
 use neardup_core::search::permuted::{Layout, Permutation};
 use neardup_core::search::prefix_bitmap::PrefixBitmap;
 use neardup_core::search::rings::{expected_rings, pass_cost, ring_cost, Rings};
+use neardup_core::search::table_parts::Parts;
 use neardup_core::signatures::simhash::hamming;
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::pg_sys;
@@ -67,26 +68,51 @@ pub fn init() {
     );
 }
 
-/// Whether a pass over the runs of `cache` from distance `from` keeping `target` rows reads
-/// run `run` by rings. Never the runs of a merge table by table: a row's table 0 may be in
-/// one of them and its other tables in another, and rings find a row in its home table
-/// only, so they would miss it or find it twice; table 0 of each holds each row once.
-fn by_rings(cache: &ScanCache, run: usize, from: u32, target: usize) -> bool {
-    if cache.meta.in_merge(cache.meta.runs[run].id) {
-        return false;
+/// The runs (positions in the metapage) that rings read as one: each run alone, and the
+/// runs of a merge table by table together. During that merge each key of each table of
+/// each row is in exactly one of their trees (the new run's once published, an input's
+/// until then), and they share a layout and their tables' parts, so their trees of one
+/// part read together hold one run's: rings find each row once, from its home table,
+/// whichever of them holds that table's key now, and their table 0 trees read together
+/// hold each row once. Read one by one, a row whose table 0 had moved to the new run and
+/// whose home table had not was missed or found twice. Runs of a merge whose layouts
+/// differ (never written so) are in no unit: they are read whole.
+pub fn ring_units(meta: &Meta, layouts: &[Layout], parts: &[Parts]) -> Vec<Vec<usize>> {
+    let (merge, alone): (Vec<usize>, Vec<usize>) =
+        (0..meta.runs.len()).partition(|&r| meta.in_merge(meta.runs[r].id));
+    let mut units: Vec<Vec<usize>> = alone.into_iter().map(|r| vec![r]).collect();
+    let alike = |a: usize, b: usize| layouts[a] == layouts[b] && parts[a] == parts[b];
+    if !merge.is_empty() && merge.windows(2).all(|w| alike(w[0], w[1])) {
+        units.push(merge);
     }
-    let total = cache.meta.runs.iter().map(|r| r.rows).sum();
-    let rows = cache.meta.runs[run].rows;
-    let pass = (total, from, target);
-    expected_rings(&cache.layouts[run], rows, pass, RING_BUDGET.get()).is_some()
+    units
 }
 
-/// What a scan's first pass costs, as a share of a pass over every run's table 0, when its
-/// largest run (of `rows` rows laid out as `layout`, out of `total`) is read by rings: for
-/// the cost model.
-pub fn first_pass_share(layout: &Layout, rows: u64, total: u64) -> f64 {
-    let pass = (total, layout.max_distance + 1, FIRST_RING_PASS_ROWS);
-    match expected_rings(layout, rows, pass, RING_BUDGET.get()) {
+/// The rows of the runs of `unit`.
+fn unit_rows(meta: &Meta, unit: &[usize]) -> u64 {
+    unit.iter().map(|&r| meta.runs[r].rows).sum()
+}
+
+/// Whether a pass over the runs of `cache` from distance `from` keeping `target` rows reads
+/// the runs of `unit` (of `ring_units`) by rings.
+fn by_rings(cache: &ScanCache, unit: &[usize], from: u32, target: usize) -> bool {
+    let pass = (cache.meta.run_rows(), from, target);
+    let rows = unit_rows(&cache.meta, unit);
+    expected_rings(&cache.layouts[unit[0]], rows, pass, RING_BUDGET.get()).is_some()
+}
+
+/// What a scan's first pass over the runs of `meta` costs, as a share of a pass over every
+/// run's table 0, when its largest unit of runs (`ring_units`) is read by rings: for the
+/// cost model.
+pub fn first_pass_share(meta: &Meta) -> f64 {
+    let (layouts, parts) = crate::am::meta::layouts::<Layout>(meta);
+    let units = ring_units(meta, &layouts, &parts);
+    let Some(largest) = units.iter().max_by_key(|u| unit_rows(meta, u)) else {
+        return 1.0;
+    };
+    let (total, rows) = (meta.run_rows(), unit_rows(meta, largest));
+    let pass = (total, meta.max_distance + 1, FIRST_RING_PASS_ROWS);
+    match expected_rings(&layouts[largest[0]], rows, pass, RING_BUDGET.get()) {
         Some((_, cost)) => (cost + pass_cost(total - rows)) / pass_cost(total),
         None => 1.0,
     }
@@ -95,8 +121,9 @@ pub fn first_pass_share(layout: &Layout, rows: u64, total: u64) -> f64 {
 /// The target of pass number `pass` (from 0) of a scan over the runs of `cache`.
 fn target_of_pass(cache: &ScanCache, pass: u32, start: u32) -> usize {
     let cap = pass_rows_cap();
-    let largest = (0..cache.meta.runs.len()).max_by_key(|&r| cache.meta.runs[r].rows);
-    if pass == 0 && largest.is_some_and(|r| by_rings(cache, r, start, FIRST_RING_PASS_ROWS)) {
+    let units = ring_units(&cache.meta, &cache.layouts, &cache.parts);
+    let largest = units.iter().max_by_key(|u| unit_rows(&cache.meta, u));
+    if pass == 0 && largest.is_some_and(|u| by_rings(cache, u, start, FIRST_RING_PASS_ROWS)) {
         return pass_target(0, FIRST_RING_PASS_ROWS, cap);
     }
     pass_target(pass, FIRST_PASS_ROWS, cap)
@@ -250,12 +277,14 @@ fn pass(
     // Without conditions, the large runs may be read by rings, after the rest has narrowed
     // the pass's cutoff.
     let plain_q = q.filter(|_| !conditions);
-    let ring_runs: Vec<usize> = match plain_q {
-        Some(_) => (0..cache.meta.runs.len())
-            .filter(|&run| by_rings(cache, run, from, target))
+    let ring_units: Vec<Vec<usize>> = match plain_q {
+        Some(_) => ring_units(&cache.meta, &cache.layouts, &cache.parts)
+            .into_iter()
+            .filter(|unit| by_rings(cache, unit, from, target))
             .collect(),
         None => Vec::new(),
     };
+    let ring_runs: Vec<usize> = ring_units.concat();
     let runs = cache.meta.runs.iter().zip(&cache.layouts).zip(&cache.parts);
     let mut recent = RecentLeaves::take(index);
     for (i, ((run, layout), parts)) in runs.enumerate() {
@@ -309,7 +338,7 @@ fn pass(
             pass: &mut pass,
             q,
         };
-        reader.offer_by_rings(&ring_runs);
+        reader.offer_by_rings(&ring_units);
     }
     let selected = pass.finish();
     (selected.rows, selected.next)
@@ -325,19 +354,24 @@ struct RingReader<'a, C> {
 }
 
 impl<C: Fn(&Hit, &Hit) -> Ordering> RingReader<'_, C> {
-    /// Offers the rows of the runs `runs` (positions in the scan's metapage) ring by ring
+    /// Offers the rows of each unit of runs of `units` (of `ring_units`) ring by ring
     /// (`neardup_core::search::rings`: every table's prefixes 0, 1, 2 … bits from `q`'s)
-    /// until the pass's cutoff is nearer than every row not read yet. A run whose rings
+    /// until the pass's cutoff is nearer than every row not read yet. A unit whose rings
     /// come to cost more than `neardup.ring_budget` passes over its table 0 (a query far
     /// from every row) is read whole instead, skipping the rows its rings offered, so a
     /// pass costs at most about 1.5 whole reads.
-    fn offer_by_rings(&mut self, runs: &[usize]) {
-        let rings: Vec<Rings> = (runs.iter())
-            .map(|&run| Rings::new(&self.cache.layouts[run], self.q))
+    fn offer_by_rings(&mut self, units: &[Vec<usize>]) {
+        let layouts: Vec<Layout> = (units.iter())
+            .map(|u| self.cache.layouts[u[0]].clone())
             .collect();
-        let mut spent = vec![0.0; runs.len()];
-        // Positions in `runs` still read ring by ring.
-        let mut reading: Vec<usize> = (0..runs.len()).collect();
+        let rows: Vec<u64> = units
+            .iter()
+            .map(|u| unit_rows(&self.cache.meta, u))
+            .collect();
+        let rings: Vec<Rings> = layouts.iter().map(|l| Rings::new(l, self.q)).collect();
+        let mut spent = vec![0.0; units.len()];
+        // Positions in `units` still read ring by ring.
+        let mut reading: Vec<usize> = (0..units.len()).collect();
         for e in 0..=64u32 {
             if e > 0 {
                 let unread = reading.iter().map(|&i| rings[i].unread_from(e - 1)).min();
@@ -352,16 +386,19 @@ impl<C: Fn(&Hit, &Hit) -> Ordering> RingReader<'_, C> {
             }
             let mut still = Vec::with_capacity(reading.len());
             for i in reading {
-                let (run, layout) = (&self.cache.meta.runs[runs[i]], &self.cache.layouts[runs[i]]);
-                let widest = layout.tables().iter().map(|t| t.prefix_bits).max();
+                let widest = layouts[i].tables().iter().map(|t| t.prefix_bits).max();
                 if widest.is_some_and(|w| e > w) {
                     continue; // every row was read
                 }
-                spent[i] += ring_cost(layout, run.rows, e);
-                if spent[i] > RING_BUDGET.get() * pass_cost(run.rows) {
-                    self.offer_unread(runs[i], &rings[i], e);
+                spent[i] += ring_cost(&layouts[i], rows[i], e);
+                if spent[i] > RING_BUDGET.get() * pass_cost(rows[i]) {
+                    for &run in &units[i] {
+                        self.offer_unread(run, &rings[i], e);
+                    }
                 } else {
-                    self.offer_ring(runs[i], &rings[i], e);
+                    for &run in &units[i] {
+                        self.offer_ring(run, &rings[i], e);
+                    }
                     still.push(i);
                 }
             }
@@ -369,7 +406,8 @@ impl<C: Fn(&Hit, &Hit) -> Ordering> RingReader<'_, C> {
         }
     }
 
-    /// Offers the rows of ring `e` of every table of run `run` whose home it is.
+    /// Offers the rows of ring `e` of every table of run `run` whose home it is (and whose
+    /// key that table of this run holds: `ring_units`).
     fn offer_ring(&mut self, run: usize, rings: &Rings, e: u32) {
         let RingReader {
             index,
@@ -432,7 +470,8 @@ impl<C: Fn(&Hit, &Hit) -> Ordering> RingReader<'_, C> {
         }
     }
 
-    /// Offers the rows of run `run`'s table 0 that rings `0..e` did not.
+    /// Offers the rows of run `run`'s table 0 that rings `0..e` did not offer (from
+    /// whichever run of its unit held their home table).
     fn offer_unread(&mut self, run: usize, rings: &Rings, e: u32) {
         let (r, layout) = (&self.cache.meta.runs[run], &self.cache.layouts[run]);
         let table = &layout.tables()[0];
