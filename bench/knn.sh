@@ -52,28 +52,7 @@ wall_ms "SELECT setseed(0.42)" "CREATE TABLE docs (id bigserial, fp simhash64)" 
 build_s=$(wall_ms "CREATE INDEX docs_fp ON docs USING hamming (fp)" | awk '{ printf "%.1f", $1 / 1000 }')
 q -c "VACUUM ANALYZE docs"
 echo "   $(q -c "SELECT count(*) FROM docs") rows generated, indexed in $build_s s ($(q -c "SELECT pg_size_pretty(pg_relation_size('docs_fp'))"))"
-q >/dev/null <<SQL
-SELECT setseed(0.7);
-CREATE TABLE queries AS
-    SELECT row_number() OVER () AS qid, 'far' AS kind, flip(fp::bigint, 8 + (random() * 7)::int)::simhash64 AS q
-        FROM (SELECT fp FROM docs TABLESAMPLE BERNOULLI (1) REPEATABLE (3) LIMIT $QUERIES) s
-    UNION ALL
-    SELECT $QUERIES + row_number() OVER (), 'near', flip(fp::bigint, (random() * 2)::int)::simhash64
-        FROM (SELECT fp FROM docs TABLESAMPLE BERNOULLI (1) REPEATABLE (5) LIMIT $QUERIES) s;
--- knn(mode, n): runs ORDER BY fp <~> q LIMIT n for every query, one statement each, and
--- keeps the distances and the time of each in answers(mode, n, qid, dists, ms).
-CREATE TABLE answers (mode text, n int, qid bigint, dists int[], ms float8);
-CREATE FUNCTION knn(mode text, n int) RETURNS void LANGUAGE plpgsql AS \$\$
-DECLARE r record; d int[]; t0 timestamptz;
-BEGIN
-    FOR r IN SELECT qid, q FROM queries ORDER BY qid LOOP
-        t0 := clock_timestamp();
-        SELECT array_agg(dist ORDER BY dist) INTO d
-            FROM (SELECT fp <~> r.q AS dist FROM docs ORDER BY fp <~> r.q LIMIT n) s;
-        INSERT INTO answers VALUES (mode, n, r.qid, d, extract(epoch FROM clock_timestamp() - t0) * 1000);
-    END LOOP;
-END \$\$;
-SQL
+knn_queries "$QUERIES"
 echo "   $(q -c "SELECT count(*) FROM queries") queries; distance to their nearest row (brute force): $(PGOPTIONS="-c enable_indexscan=off" q -c "
     SELECT string_agg(kind || ' ' || d || ' bits: ' || c, ', ' ORDER BY kind, d) FROM (SELECT kind, d, count(*) AS c FROM
         (SELECT kind, (SELECT min(hamming(fp, q) + 0) FROM docs) AS d FROM queries) s GROUP BY kind, d) g")"

@@ -100,6 +100,35 @@ print_summary() {
     printf '%s\n' "${SUMMARY[@]}"
 }
 
+# knn_queries N: in the current database, whose table docs(id, fp simhash64) holds the
+# rows, the table queries(qid, kind, q) of N "far" queries (8-15 bits flipped from a row:
+# no row within max_distance, the answer comes from passes over the index) and N "near"
+# ones (0-2 bits: a near copy, found by the probe), made from the same seeds in every bench;
+# and knn(mode, n), which runs ORDER BY fp <~> q LIMIT n for every query, one statement each,
+# keeping the distances and the time of each in answers(mode, n, qid, dists, ms).
+knn_queries() {
+    psql -XqAt -v ON_ERROR_STOP=1 >/dev/null <<SQL
+SELECT setseed(0.7);
+CREATE TABLE queries AS
+    SELECT row_number() OVER () AS qid, 'far' AS kind, flip(fp::bigint, 8 + (random() * 7)::int)::simhash64 AS q
+        FROM (SELECT fp FROM docs TABLESAMPLE BERNOULLI (1) REPEATABLE (3) LIMIT $1) s
+    UNION ALL
+    SELECT $1 + row_number() OVER (), 'near', flip(fp::bigint, (random() * 2)::int)::simhash64
+        FROM (SELECT fp FROM docs TABLESAMPLE BERNOULLI (1) REPEATABLE (5) LIMIT $1) s;
+CREATE TABLE answers (mode text, n int, qid bigint, dists int[], ms float8);
+CREATE FUNCTION knn(mode text, n int) RETURNS void LANGUAGE plpgsql AS \$\$
+DECLARE r record; d int[]; t0 timestamptz;
+BEGIN
+    FOR r IN SELECT qid, q FROM queries ORDER BY qid LOOP
+        t0 := clock_timestamp();
+        SELECT array_agg(dist ORDER BY dist) INTO d
+            FROM (SELECT fp <~> r.q AS dist FROM docs ORDER BY fp <~> r.q LIMIT n) s;
+        INSERT INTO answers VALUES (mode, n, r.qid, d, extract(epoch FROM clock_timestamp() - t0) * 1000);
+    END LOOP;
+END \$\$;
+SQL
+}
+
 # Plots (docs/benchmarks.md): with PLOT_DIR set (docs/plots to commit them), a bench appends
 # its figures to a CSV there and, with PLOT_PYTHON (a python with matplotlib: the bench
 # virtualenv), redraws the SVG beside it (bench/plot.py stamps the CSV's sha256 on it, which
