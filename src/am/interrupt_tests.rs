@@ -214,9 +214,11 @@ fn trees_left(index: &str) -> usize {
 /// A merge table by table stopped after each of its trees in turn (the next insert goes
 /// on with it, and is stopped after the next tree), for every code width: in each state
 /// (each table moved part by part to the new run) lookups (by an index scan and a bitmap
-/// scan in turn) and the nearest rows equal brute force's, the latter on 64-bit codes with the merge's runs read whole, by rings
-/// at any cost, and at a budget where rings give up part way (`ordered::ring_units`: rings
-/// read the runs of such a merge as one).
+/// scan in turn) and the nearest rows equal brute force's, the latter on 64-bit codes with
+/// the merge's runs read whole, by rings at any cost, and at budgets where rings give up
+/// part way (`ordered::ring_units`: rings read the runs of such a merge as one). Reading
+/// them one by one, or only the first of them in either the rings or the whole read that
+/// follows a give-up, fails it.
 #[pg_test]
 fn a_merge_stopped_after_each_of_its_trees_leaves_lookups_exact() {
     for (ty, radii) in [
@@ -255,7 +257,7 @@ fn a_merge_stopped_after_each_of_its_trees_leaves_lookups_exact() {
         while crate::am::meta_of(&index).merging != 0 {
             let left = trees_left(&index);
             let context = format!("{ty}: {left} trees left to merge");
-            // An index scan and a bitmap scan, in turn (each costs about a second a state).
+            // An index scan and a bitmap scan in turn: the states are many, the plans alike.
             let plan = [INDEX_SCAN, BITMAP_SCAN][states % 2];
             assert_lookups_equal(&table, radii, &lookups, &[plan], &context);
             assert_order_equal(&table, ty, &order, &context);
