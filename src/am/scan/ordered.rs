@@ -93,12 +93,17 @@ fn unit_rows(meta: &Meta, unit: &[usize]) -> u64 {
     unit.iter().map(|&r| meta.runs[r].rows).sum()
 }
 
+/// The layout of the runs of `unit` (of `ring_units`, which share one): its first run's.
+fn unit_layout<'c>(cache: &'c ScanCache, unit: &[usize]) -> &'c Layout {
+    &cache.layouts[unit[0]]
+}
+
 /// Whether a pass over the runs of `cache` from distance `from` keeping `target` rows reads
 /// the runs of `unit` (of `ring_units`) by rings.
 fn by_rings(cache: &ScanCache, unit: &[usize], from: u32, target: usize) -> bool {
     let pass = (cache.meta.run_rows(), from, target);
     let rows = unit_rows(&cache.meta, unit);
-    expected_rings(&cache.layouts[unit[0]], rows, pass, RING_BUDGET.get()).is_some()
+    expected_rings(unit_layout(cache, unit), rows, pass, RING_BUDGET.get()).is_some()
 }
 
 /// What a scan's first pass over the runs of `meta` costs, as a share of a pass over every
@@ -361,14 +366,13 @@ impl<C: Fn(&Hit, &Hit) -> Ordering> RingReader<'_, C> {
     /// from every row) is read whole instead, skipping the rows its rings offered, so a
     /// pass costs at most about 1.5 whole reads.
     fn offer_by_rings(&mut self, units: &[Vec<usize>]) {
-        let layouts: Vec<Layout> = (units.iter())
-            .map(|u| self.cache.layouts[u[0]].clone())
-            .collect();
         let rows: Vec<u64> = units
             .iter()
             .map(|u| unit_rows(&self.cache.meta, u))
             .collect();
-        let rings: Vec<Rings> = layouts.iter().map(|l| Rings::new(l, self.q)).collect();
+        let rings: Vec<Rings> = (units.iter())
+            .map(|u| Rings::new(unit_layout(self.cache, u), self.q))
+            .collect();
         let mut spent = vec![0.0; units.len()];
         // Positions in `units` still read ring by ring.
         let mut reading: Vec<usize> = (0..units.len()).collect();
@@ -386,11 +390,12 @@ impl<C: Fn(&Hit, &Hit) -> Ordering> RingReader<'_, C> {
             }
             let mut still = Vec::with_capacity(reading.len());
             for i in reading {
-                let widest = layouts[i].tables().iter().map(|t| t.prefix_bits).max();
+                let layout = unit_layout(self.cache, &units[i]);
+                let widest = layout.tables().iter().map(|t| t.prefix_bits).max();
                 if widest.is_some_and(|w| e > w) {
                     continue; // every row was read
                 }
-                spent[i] += ring_cost(&layouts[i], rows[i], e);
+                spent[i] += ring_cost(layout, rows[i], e);
                 if spent[i] > RING_BUDGET.get() * pass_cost(rows[i]) {
                     for &run in &units[i] {
                         self.offer_unread(run, &rings[i], e);
