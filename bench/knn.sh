@@ -6,12 +6,16 @@
 # within max_distance and every answer comes from a pass over the index (the issue's slow
 # case), and "near" ones made by flipping 0-2 bits (a near copy, found by the probe; the
 # other 9 of LIMIT 10 still come from a pass). Measures:
-#   (a) ORDER BY fp <~> q LIMIT 10, one statement per query: p50, p99 and average ms per
+#   (a) ORDER BY fp <~> q LIMIT 10, one statement per query, in a session that ran each once
+#       untimed (bench/lib.sh knn_timed): p50, p99 and average ms per
 #       query of each kind through the index, against the same queries with SET
 #       enable_indexscan = off (a serial seq scan + top-N sort); both answers must have the
 #       same distances (100 % recall); (a') the same through the index with
 #       neardup.ring_budget = 0 (every run read whole, no rings: the baseline of rings,
 #       which the default reads runs of about 7 M to 33 M rows by);
+#   (a'') the first LIMIT 10 of a new connection (11 far queries, each in a new session
+#       after planning it): median and slowest against the pooled times of the same queries
+#       (every mode above and below is timed in a session that ran each query once before);
 #   (b) the same as one LATERAL join of the far queries;
 #   (c) LIMIT 1000, which reads deeper (one or two passes);
 #   (d) the same LIMIT 10 queries by FAISS IndexBinaryFlat (a flat scan of the codes in its
@@ -92,9 +96,8 @@ against() {
 }
 
 echo "== (a) ORDER BY fp <~> q LIMIT 10, one statement per query"
-q -c "SELECT knn('warm', 10)" >/dev/null
-q -c "SELECT knn('index', 10)" >/dev/null
-PGOPTIONS=$seqopts q -c "SELECT knn('seq', 10)" >/dev/null
+knn_timed index 10
+PGOPTIONS=$seqopts knn_timed seq 10
 against "kNN LIMIT 10 ($ROWS rows)" index "seq scan + top-N sort" seq "p50 p99 avg"
 result "recall of LIMIT 10 (same distances)" "$(recall 10)" % - ""
 plot_point knn_limit10 "rows,index p50 (far),index p99 (far),index p50 (near),seq scan p50 (far)" \
@@ -103,8 +106,20 @@ plot_draw knn_limit10 --title "ORDER BY fp <~> q LIMIT 10: ms per query, $QUERIE
     --xlabel "rows (uniformly random 64-bit codes)" --ylabel "ms per query" --logx --logy \
     --command "PLOT_DIR=docs/plots ROWS=<rows> QUERIES=$QUERIES bench/knn.sh"
 
+echo "== (a'') a new connection's first query (planned first, so that the catalogs are read)"
+# first_query_ms QID: the execution time of query QID's LIMIT 10 as a new session's first.
+first_query_ms() {
+    local sql="SELECT id FROM docs ORDER BY fp <~> (SELECT q FROM queries WHERE qid = $1) LIMIT 10"
+    psql -AtX -c "EXPLAIN $sql" -c "EXPLAIN (ANALYZE, TIMING OFF) $sql" | sed -n 's/^Execution Time: \([0-9.]*\) ms$/\1/p'
+}
+firsts=$(for qid in $(q -c "SELECT qid FROM queries WHERE kind = 'far' ORDER BY qid LIMIT 11"); do first_query_ms "$qid"; done)
+result "kNN LIMIT 10, far, new session, median" "$(median <<<"$firsts")" ms "the same queries, pooled, median" \
+    "$(q -c "SELECT round((percentile_cont(0.5) WITHIN GROUP (ORDER BY ms))::numeric, 2) FROM answers
+             WHERE mode = 'index' AND n = 10 AND qid IN (SELECT qid FROM queries WHERE kind = 'far' ORDER BY qid LIMIT 11)")"
+result "kNN LIMIT 10, far, new session, slowest" "$(sort -g <<<"$firsts" | tail -1)" ms - ""
+
 echo "== (a') the same with neardup.ring_budget = 0: every run read whole, as before rings"
-PGOPTIONS="-c neardup.ring_budget=0" q -c "SELECT knn('whole', 10)" >/dev/null
+PGOPTIONS="-c neardup.ring_budget=0" knn_timed whole 10
 against "kNN LIMIT 10" index "every run read whole" whole
 result "recall of LIMIT 10, every run read whole" "$(recall 10 whole)" % - ""
 
@@ -118,8 +133,8 @@ lat_seq=$(PGOPTIONS=$seqopts median_ms 1 "$lateral")
 result "LATERAL join, $QUERIES x LIMIT 10" "$(printf %.1f "$lat_idx")" ms "same, seq scans + top-N sorts" "$(printf %.1f "$lat_seq")"
 
 echo "== (c) ORDER BY fp <~> q LIMIT 1000"
-q -c "SELECT knn('index', 1000)" >/dev/null
-PGOPTIONS=$seqopts q -c "SELECT knn('seq', 1000)" >/dev/null
+knn_timed index 1000
+PGOPTIONS=$seqopts knn_timed seq 1000
 for s in p50 p99; do
     result "kNN LIMIT 1000, far queries, $s" "$(stat index 1000 far $s)" ms "seq scan + top-N sort, $s" "$(stat seq 1000 far $s)"
 done
@@ -189,8 +204,8 @@ fi
 echo "== (f) LIMIT 10 after $((ROWS / 10)) more rows were inserted"
 q -c "SELECT setseed(0.9)" -c "INSERT INTO docs (fp) SELECT rnd64()::simhash64 FROM generate_series(1, $ROWS / 10)" \
     -c "ANALYZE docs"
-q -c "SELECT knn('grown', 10)" >/dev/null
-PGOPTIONS=$seqopts q -c "SELECT knn('grown seq', 10)" >/dev/null
+knn_timed grown 10
+PGOPTIONS=$seqopts knn_timed "grown seq" 10
 against "kNN LIMIT 10 after +10 %" grown "seq scan + top-N sort" "grown seq"
 result "recall of LIMIT 10 after +10 % (same distances)" "$(recall 10 grown 'grown seq')" % - ""
 

@@ -6,7 +6,8 @@
 # neardup.error_at (as a cancel or a crash leaves it, and as a background worker's merge
 # looks to scans for as long as it runs). QUERIES (default 50) queries of each kind, as in
 # bench/knn.sh: "far" (8-15 bits flipped from a row: no row within max_distance) and
-# "near" (0-2 bits). Measures ORDER BY fp <~> q LIMIT 10, one statement per query, p50 and
+# "near" (0-2 bits). Measures ORDER BY fp <~> q LIMIT 10, one statement per query (in a
+# session that ran each once untimed: bench/lib.sh knn_timed), p50 and
 # p99 in ms, every answer's distances checked equal to a sequential scan's:
 #   (a) after the first tree of the merge (the inputs hold most of each table) and after
 #       half of its trees, read by rings (the default neardup.ring_budget: the runs of the
@@ -53,7 +54,7 @@ BEGIN
 END \$\$;
 SQL
 knn_queries "$QUERIES"
-PGOPTIONS="-c enable_indexscan=off -c enable_bitmapscan=off" q -c "SELECT knn('seq', 10)" >/dev/null
+PGOPTIONS="-c enable_indexscan=off -c enable_bitmapscan=off" knn_timed seq 10
 q -c "ALTER INDEX docs_fp SET (pending_limit = 1)"
 
 # stat MODE KIND FUNC: p50 or p99 of the per-query times, in ms.
@@ -67,9 +68,8 @@ stat() {
 # measure LABEL MODE: LIMIT 10 by rings (mode MODE) and with every run read whole (MODE
 # whole), every answer's distances checked against the seq scan's, p50 and p99 of each.
 measure() {
-    q -c "SELECT knn('warm', 10)" >/dev/null
-    q -c "SELECT knn('$2', 10)" >/dev/null
-    PGOPTIONS="-c neardup.ring_budget=0" q -c "SELECT knn('$2 whole', 10)" >/dev/null
+    knn_timed "$2" 10
+    PGOPTIONS="-c neardup.ring_budget=0" knn_timed "$2 whole" 10
     local wrong
     wrong=$(q -c "SELECT count(*) FROM answers i JOIN answers s ON s.qid = i.qid AND s.mode = 'seq'
                   WHERE i.mode IN ('$2', '$2 whole') AND i.dists IS DISTINCT FROM s.dists")

@@ -105,7 +105,8 @@ print_summary() {
 # no row within max_distance, the answer comes from passes over the index) and N "near"
 # ones (0-2 bits: a near copy, found by the probe), made from the same seeds in every bench;
 # and knn(mode, n), which runs ORDER BY fp <~> q LIMIT n for every query, one statement each,
-# keeping the distances and the time of each in answers(mode, n, qid, dists, ms).
+# keeping the distances and the time of each in answers(mode, n, qid, dists, ms). Time them
+# with knn_timed.
 knn_queries() {
     psql -XqAt -v ON_ERROR_STOP=1 >/dev/null <<SQL
 SELECT setseed(0.7);
@@ -127,6 +128,17 @@ BEGIN
     END LOOP;
 END \$\$;
 SQL
+}
+
+# knn_timed MODE N: knn(MODE, N) in a session that has run every query once untimed, as a
+# pooled connection would have: a new session's first reads of the index pay for what its
+# backend caches (the kernel's mapping of each shared buffer it touches, the buffer each
+# leaf was found in), and rings read other leaves for each query, so that over 10 M codes
+# one new session's first 50 queries took up to twice as long as the same queries again
+# (bench/knn.sh times a new connection's first query on its own).
+knn_timed() {
+    psql -XqAt -v ON_ERROR_STOP=1 -c "SELECT knn('untimed', $2)" -c "DELETE FROM answers WHERE mode = 'untimed'" \
+        -c "SELECT knn('$1', $2)" >/dev/null
 }
 
 # Plots (docs/benchmarks.md): with PLOT_DIR set (docs/plots to commit them), a bench appends
