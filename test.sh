@@ -37,6 +37,8 @@ done
 source scripts/setup.sh
 PG16=$(scripts/pg_server.sh 16)
 PG18=$(scripts/pg_server.sh 18)
+# third-party crates built once per machine, kept in /var/cache/neardup/target
+source scripts/build_cache.sh
 
 section() { echo "== $1 (at $((SECONDS / 60)) min $((SECONDS % 60)) s)"; }
 section "1. lint"

@@ -13,5 +13,5 @@ fi
 major=${1:-17}
 export PATH="$HOME/.cargo/bin:$PATH"
 cd "$ROOT"
-NEARDUP_RUSTC_WRAPPER=1 RUSTC_WRAPPER="$ROOT/scripts/check_unbuilt.sh" DOCS_RS=1 CARGO_TARGET_DIR=target/check-pg$major \
+NEARDUP_RUSTC_WRAPPER=1 RUSTC_WRAPPER="$ROOT/scripts/check_unbuilt.sh" DOCS_RS=1 CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}/check-pg$major \
     cargo check --quiet --no-default-features --features "pg$major"
