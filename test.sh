@@ -22,6 +22,8 @@
 #                   the longest checks, each in a cluster of its own, run beside the others
 #   5. other majors: on 18 and 16, the integration checks that do not depend on the major's
 #                   own behaviour being 15's, and pg_upgrade from 15
+# Third-party crates are built once per machine and kept in /var/cache/neardup/target
+# (scripts/build_cache.sh; about 4 GB); neardup's own crates are built from this clone.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")" && pwd)
 cd "$ROOT"

@@ -28,7 +28,8 @@
 #       server has pgvector 0.7 or later (0.8.6 builds from its source:
 #       `make PG_CONFIG=... install`); HNSW=0 skips it (its build takes ~5 min at 1 M);
 #   (f) LIMIT 10 again after 10 % more rows were inserted (ANALYZE only: the index as the
-#       inserts and their merges left it), against the seq scan of the grown table.
+#       inserts left it, while the background merges run), against the seq scan of the
+#       grown table; (f') the same once the merges are done (the index as it settles).
 # The nearest distance of each query is computed by brute force and its distribution
 # printed. Usage: bench/knn.sh     ROWS=200000 QUERIES=20 bench/knn.sh
 # PLOT_DIR=docs/plots PLOT_PYTHON=VENV/bin/python: adds this ROWS to docs/plots/knn_limit10.csv
@@ -50,7 +51,10 @@ trap 'cluster_stop "$DIR"' EXIT
 q() { psql -XqAt -v ON_ERROR_STOP=1 "$@"; }
 
 echo "== generating $ROWS uniformly random fingerprints and $QUERIES queries"
-q -c "CREATE EXTENSION neardup" -f "$ROOT/tests/integration/fingerprint_functions.sql"
+q -c "CREATE EXTENSION neardup" -c "CREATE EXTENSION pageinspect" \
+    -f "$ROOT/tests/integration/fingerprint_functions.sql" -f "$ROOT/tests/integration/index_pages.sql" >/dev/null
+# run_rows: the rows of each run of the index and of its pending list (p)
+run_rows() { q -c "SELECT run_rows('docs_fp')"; }
 wall_ms "SELECT setseed(0.42)" "CREATE TABLE docs (id bigserial, fp simhash64)" \
     "INSERT INTO docs (fp) SELECT rnd64()::simhash64 FROM generate_series(1, $ROWS)" >/dev/null
 build_s=$(wall_ms "CREATE INDEX docs_fp ON docs USING hamming (fp)" | awk '{ printf "%.1f", $1 / 1000 }')
@@ -208,6 +212,24 @@ knn_timed grown 10
 PGOPTIONS=$seqopts knn_timed "grown seq" 10
 against "kNN LIMIT 10 after +10 %" grown "seq scan + top-N sort" "grown seq"
 result "recall of LIMIT 10 after +10 % (same distances)" "$(recall 10 grown 'grown seq')" % - ""
+
+echo "== (f') the same once the background merges are done"
+# settled: the metapage names no merge under way and the runs stay the same for 6 s
+runs=$(run_rows) t_wait=$SECONDS stable=0
+while ((stable < 3 && SECONDS - t_wait < 1800)); do
+    sleep 2
+    now=$(run_rows)
+    if [[ $now == "$runs" && $(q -c "SELECT meta_u32('docs_fp', 48)") == 0 ]]; then
+        stable=$((stable + 1))
+    else
+        stable=0 runs=$now
+    fi
+done
+((stable == 3)) || { echo "knn.sh: the merges did not settle in 30 min: $runs" >&2; exit 1; }
+echo "   settled $((SECONDS - t_wait)) s after (f)'s timing ended; runs and pending rows: $runs"
+knn_timed settled 10
+against "kNN LIMIT 10 after +10 %, merged" settled "seq scan + top-N sort" "grown seq"
+result "recall of LIMIT 10 after +10 %, merged (same distances)" "$(recall 10 settled 'grown seq')" % - ""
 
 echo
 echo "== summary ($ROWS rows, $QUERIES queries; $((SECONDS - T0)) s in all)"

@@ -15,6 +15,10 @@ case $major in
 *) echo "stage.sh: PostgreSQL $major is not supported (15 to 18 are)" >&2; exit 1 ;;
 esac
 STAGE=$ROOT/target/release/neardup-pg$major
+# Each major's build in a target directory of its own: cargo keeps one library of a profile,
+# so a build for one major replaced the other's, and test.sh, which builds for 15, 18, 15, 16
+# and 15 in turn, built 15 three times.
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}/pg$major
 
 cd "$ROOT"
 # a fresh staging tree, so nothing removed from the sources lingers in the installation;

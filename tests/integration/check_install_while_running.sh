@@ -12,7 +12,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 source "$ROOT/scripts/cluster.sh"
 DIR=/tmp/neardup-install-running
 STAGE=$ROOT/target/release/neardup-pg15
-LIB=${CARGO_TARGET_DIR:-$ROOT/target}/release/libneardup.so
+LIB=${CARGO_TARGET_DIR:-$ROOT/target}/pg15/release/libneardup.so
 
 fail() { echo "check_install_while_running: $*" >&2; exit 1; }
 q() { psql -XqAt -v ON_ERROR_STOP=1 -h "$DIR" -p 5432 -U postgres -d postgres "$@"; }
