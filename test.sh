@@ -23,16 +23,16 @@
 #   5. other majors: on 18 and 16, the integration checks that do not depend on the major's
 #                   own behaviour being 15's, and pg_upgrade from 15
 # Third-party crates are built once per machine and kept in /var/cache/neardup/target
-# (scripts/build_cache.sh; about 4 GB); neardup's own crates are built from this clone.
+# (scripts/build_cache.sh; about 6 GB); neardup's own crates are built from this clone.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")" && pwd)
 cd "$ROOT"
 NEARDUP_PG_MAJORS="15 16 18"
-# A full run writes about 8 GB of builds (target/) and up to 8 GB of clusters in /tmp; a
-# disk that fills midway fails dozens of tests with "No space left on device" (a PANIC in
-# the middle of the SQL tests): say so before starting instead.
+# A full run writes about 8 GB of builds (/var/cache/neardup/target) and up to 8 GB of
+# clusters in /tmp; a disk that fills midway fails dozens of tests with "No space left on
+# device" (a PANIC in the middle of the SQL tests): say so before starting instead.
 free_gb() { df -P --block-size=1G "$1" | awk 'NR == 2 { print $4 }'; }
-for dir in "$ROOT" /tmp; do
+for dir in "$ROOT" /tmp /var/cache; do
     (($(free_gb "$dir") >= 20)) ||
         { echo "test.sh: $(free_gb "$dir") GB free for $dir, a full run needs about 20 GB" >&2; exit 1; }
 done

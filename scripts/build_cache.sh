@@ -17,7 +17,7 @@ if [[ -z ${CARGO_TARGET_DIR:-} ]]; then
     }
     # What the kept builds were made from. Cargo would rebuild what changed, but keep what
     # no longer serves: a new toolchain, lock file or server starts the directory over, so
-    # that it stays one set of builds (about 4 GB, and 6 more of the last run's own crates).
+    # that it stays one set of builds (about 6 GB, and 2 more of the last run's own crates).
     build_cache_stamp=$({
         rustc -vV
         cat Cargo.lock python/Cargo.lock
