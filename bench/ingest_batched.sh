@@ -79,8 +79,6 @@ latencies() { cat "$WORK"/$1.* | awk '{ print $3 / 1000 }' | sort -g; }
 pct() { awk -v p="$1" '{ a[NR] = $1 } END { i = int(NR * p); if (i < 1) i = 1; if (i > NR) i = NR; print a[i] }'; }
 mb() { q -c "SELECT round(pg_relation_size('$1') / 1048576.0, 1)"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3g", a / b; else print "-" }'; }
-# run_rows INDEX: the rows of each run and pending list (p), and whether a merge is under way.
-run_rows() { q -c "SELECT run_rows('$1') || CASE WHEN meta_u32('$1', 48) <> 0 THEN ' merging' ELSE '' END"; }
 lookup_sql() {
     echo "SELECT string_agg(c::text, ',' ORDER BY pid) FROM probes,
         LATERAL (SELECT count(*) AS c FROM $1 WHERE fp <@ hamming_ball(probes.fp, $RADIUS)) x"

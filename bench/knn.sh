@@ -53,8 +53,6 @@ q() { psql -XqAt -v ON_ERROR_STOP=1 "$@"; }
 echo "== generating $ROWS uniformly random fingerprints and $QUERIES queries"
 q -c "CREATE EXTENSION neardup" -c "CREATE EXTENSION pageinspect" \
     -f "$ROOT/tests/integration/fingerprint_functions.sql" -f "$ROOT/tests/integration/index_pages.sql" >/dev/null
-# run_rows: the rows of each run of the index and of its pending list (p)
-run_rows() { q -c "SELECT run_rows('docs_fp')"; }
 wall_ms "SELECT setseed(0.42)" "CREATE TABLE docs (id bigserial, fp simhash64)" \
     "INSERT INTO docs (fp) SELECT rnd64()::simhash64 FROM generate_series(1, $ROWS)" >/dev/null
 build_s=$(wall_ms "CREATE INDEX docs_fp ON docs USING hamming (fp)" | awk '{ printf "%.1f", $1 / 1000 }')
@@ -215,11 +213,11 @@ result "recall of LIMIT 10 after +10 % (same distances)" "$(recall 10 grown 'gro
 
 echo "== (f') the same once the background merges are done"
 # settled: the metapage names no merge under way and the runs stay the same for 6 s
-runs=$(run_rows) t_wait=$SECONDS stable=0
+runs=$(run_rows docs_fp) t_wait=$SECONDS stable=0
 while ((stable < 3 && SECONDS - t_wait < 1800)); do
     sleep 2
-    now=$(run_rows)
-    if [[ $now == "$runs" && $(q -c "SELECT meta_u32('docs_fp', 48)") == 0 ]]; then
+    now=$(run_rows docs_fp)
+    if [[ $now == "$runs" && $now != *merging ]]; then
         stable=$((stable + 1))
     else
         stable=0 runs=$now

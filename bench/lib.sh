@@ -141,6 +141,14 @@ knn_timed() {
         -c "SELECT knn('$1', $2)" >/dev/null
 }
 
+# run_rows INDEX: the rows of each run of a hamming index and of its pending list (p), and
+# " merging" while a merge is under way (needs pageinspect and
+# tests/integration/index_pages.sql in the database).
+run_rows() {
+    psql -XqAt -v ON_ERROR_STOP=1 \
+        -c "SELECT run_rows('$1') || CASE WHEN meta_u32('$1', 48) <> 0 THEN ' merging' ELSE '' END"
+}
+
 # Plots (docs/benchmarks.md): with PLOT_DIR set (docs/plots to commit them), a bench appends
 # its figures to a CSV there and, with PLOT_PYTHON (a python with matplotlib: the bench
 # virtualenv), redraws the SVG beside it (bench/plot.py stamps the CSV's sha256 on it, which

@@ -5,7 +5,7 @@
 # major and profile, syn, pyo3 ...) from that directory, which took about 15 of the suite's
 # 80 minutes when each run built them anew; neardup's own crates are always built from the
 # clone: their artifacts are removed first. A CARGO_TARGET_DIR already set is used as it is.
-# Needs PG16 and PG18 (the servers' pg_config) set.
+# Needs SYSTEM_PG_CONFIG (setup.sh), PG16 and PG18 (the servers' pg_config) set.
 if [[ -z ${CARGO_TARGET_DIR:-} ]]; then
     export CARGO_TARGET_DIR=${NEARDUP_BUILD_CACHE:-/var/cache/neardup/target}
     mkdir -p "$CARGO_TARGET_DIR"
@@ -21,7 +21,7 @@ if [[ -z ${CARGO_TARGET_DIR:-} ]]; then
     build_cache_stamp=$({
         rustc -vV
         cat Cargo.lock python/Cargo.lock
-        for pg_config in /usr/lib/postgresql/15/bin/pg_config "$PG16" "$PG18"; do "$pg_config" --version; done
+        for pg_config in "$SYSTEM_PG_CONFIG" "$PG16" "$PG18"; do "$pg_config" --version; done
     } | sha256sum | cut -d' ' -f1)
     if [[ $(cat "$CARGO_TARGET_DIR/neardup-build-stamp" 2>/dev/null) != "$build_cache_stamp" ]]; then
         echo "build_cache.sh: $CARGO_TARGET_DIR starts over (first run, or a new toolchain, lock file or server)"
