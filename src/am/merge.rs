@@ -139,6 +139,7 @@ pub fn compact_until(index: pg_sys::Relation, stop: &dyn Fn() -> bool) -> bool {
 
 /// `compact_until` of an index of layout `L`.
 fn compact_as<L: Tables>(index: pg_sys::Relation, stop: &dyn Fn() -> bool) -> bool {
+    pause::at("compaction");
     let m = meta::read(index);
     let limit = options::of(index).pending_limit as u64;
     let pending = |m: &Meta| m.pending.row_capacity(Entry::<L::Rest>::SIZE);

@@ -15,6 +15,7 @@
 //! | `before_publish` | a merge wrote its run, before the metapage names it            |
 //! | `before_recycle` | a merge published, before garbage goes to the free space map  |
 //! | `merge_table`    | a merge table by table published one table, before the next    |
+//! | `compaction`     | a worker's compaction took the merge lock, before it looks     |
 //! | `vacuum_pass`    | VACUUM compacted every run and list once, before its last check|
 //! | `recycle_xid`    | a recycling took a subtransaction id, before it logs its record |
 //! | `ordered_pass`   | an ordered scan's pass read the runs, before the pending rows   |

@@ -17,6 +17,8 @@
 #   - REINDEX INDEX CONCURRENTLY and hamming_index_check run while sessions insert and the
 #     workers merge;
 #   - once inserts pause, a worker compacts the index into one run;
+#   - inserts that come back while a worker compacts (held) wait only neardup.merge_wait,
+#     and the compaction gives way to their merge;
 #   - with neardup.merge_cost_delay set, a worker sleeps in VacuumDelay and still merges.
 # Answers are compared with a seq scan for 40 probes and hamming_index_check must count
 # every row after every step. Needs pageinspect (the metapage). Own cluster.
@@ -240,6 +242,24 @@ until [[ $(q -c "SELECT meta_u32('w_fp', 60) = 1 AND meta_u32('w_fp', 28) = 0 AN
     sleep 0.2
 done
 exact "compacted into one run after the inserts paused"
+# --- 8b. Inserts come back while a worker compacts (held with the merge lock taken): the
+# compaction is at the index as a merge is, so an insert far past the limit waits
+# neardup.merge_wait and goes on (it used to take the index for stalled and wait for the
+# lock until the compaction ended); released, the compaction gives way to their merge.
+hold compaction
+q -c "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 2 * $LIMIT_ROWS)"
+worker=$(held_worker 20)
+activity=$(q -c "SELECT query FROM pg_stat_activity WHERE pid = $worker")
+[[ $activity == compacting* ]] || fail "the worker held at the compaction's pause point shows '$activity'"
+start=$(date +%s%N)
+q -c "SET neardup.merge_wait = '300ms'" -c "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 20 * $LIMIT_ROWS)"
+ms=$((($(date +%s%N) - start) / 1000000))
+((ms >= 250 && ms < 5000)) || fail "an insert outrunning a held compaction took $ms ms (merge_wait 300 ms)"
+exact "while a compaction is held" held
+release
+merged_within 30 "after the held compaction gave way"
+exact "after the compaction gave way to the merge"
+echo "check_merge_worker: an insert of 20 x pending_limit rows took $ms ms with a worker held compacting (pid $worker)"
 # --- 9. Throttled as autovacuum: with a cost delay, a worker sleeps (wait event
 # VacuumDelay) between the pages it writes, and still merges; answers stay exact meanwhile.
 q >/dev/null -c "ALTER SYSTEM SET neardup.merge_cost_delay = '20ms'" \

@@ -209,6 +209,29 @@ impl MergeQueue {
         }
     }
 
+    /// The worker compacts `index` (its inserts paused, `merge::compact_until`): it is at
+    /// the index as a merge is, so that an inserter that asks for a merge meanwhile waits
+    /// its `merge_wait` (the compaction gives way, `compaction_yields`) instead of taking
+    /// the index for stalled and queueing for the lock the compaction holds. `finish` ends
+    /// it.
+    pub fn compact(&mut self, worker: usize, index: u32, now: Micros) {
+        let w = &mut self.workers[worker];
+        w.index = index;
+        w.failures = 0;
+        w.since = now;
+    }
+
+    /// Whether `worker`'s compaction should stop: a request of its database is ready, or
+    /// inserts asked for a merge of the index it compacts.
+    pub fn compaction_yields(&self, worker: usize, now: Micros) -> bool {
+        let w = &self.workers[worker];
+        self.has_ready(w.db, now)
+            || self
+                .requests
+                .iter()
+                .any(|r| r.db == w.db && r.index == w.index && r.not_before <= now)
+    }
+
     /// Takes the worker's merge off it (it is free for the next request); returns it as it
     /// was.
     fn clear_merge(&mut self, worker: usize) -> Worker {
@@ -560,6 +583,43 @@ mod tests {
         q.take(0, 4_050);
         q.release(0, 4_060);
         assert!(q.stalled(1, 100, 4_060, 60));
+    }
+
+    #[test]
+    fn a_compaction_is_no_stall_and_gives_way_to_requests() {
+        let mut q = queue_with_worker(1);
+        q.compact(0, 100, 1_000);
+        assert!(!q.compaction_yields(0, 1_000), "nothing asked for");
+        assert_eq!(q.idle_worker(1), None, "busy compacting");
+        // Inserts into the index it compacts ask for a merge: the compaction is at it (no
+        // stall however long it takes to stop), and stops for it.
+        assert_eq!(q.request(1, 100, 1_100), Queued::Added);
+        assert!(!q.stalled(1, 100, 9_000, 50));
+        assert!(q.compaction_yields(0, 1_100));
+        assert_eq!(
+            q.to_launch(1_100, 2),
+            None,
+            "no second worker for the same index"
+        );
+        q.finish(0, 2_000);
+        assert_eq!(q.take(0, 2_000), Some(100), "merged next");
+        q.finish(0, 3_000);
+        // A request of another index of its database stops it too; one of another
+        // database, or one backing off, does not.
+        q.compact(0, 100, 3_000);
+        q.request(2, 200, 3_000);
+        assert!(!q.compaction_yields(0, 3_000));
+        q.request(1, 101, 3_000);
+        q.requests
+            .iter_mut()
+            .find(|r| r.index == 101)
+            .unwrap()
+            .not_before = 5_000;
+        assert!(!q.compaction_yields(0, 4_999));
+        assert!(q.compaction_yields(0, 5_000));
+        // A compaction that fails (an ERROR, a signal) leaves its index to a merge later.
+        assert_eq!(q.release(0, 5_000), Some((100, false)));
+        assert!(q.is_queued(1, 100));
     }
 
     #[test]

@@ -84,7 +84,7 @@ pub extern "C-unwind" fn neardup_merge_worker(arg: pg_sys::Datum) {
         let taken = QUEUE.exclusive().0.take(slot, now);
         match taken {
             Some(index) => {
-                let outcome = merge_index(pg_sys::Oid::from(index), Work::Merge, db);
+                let outcome = merge_index(pg_sys::Oid::from(index), Work::Merge, slot);
                 recent.retain(|&r| r != index);
                 if !matches!(outcome, Outcome::Gone) {
                     recent.push(index);
@@ -106,13 +106,15 @@ pub extern "C-unwind" fn neardup_merge_worker(arg: pg_sys::Datum) {
                 let idle = (now - idle_since) / 1000;
                 if !recent.is_empty() && idle >= COMPACT_AFTER_IDLE_MS {
                     let index = recent.remove(0);
-                    let outcome = merge_index(pg_sys::Oid::from(index), Work::Compact, db);
+                    QUEUE.exclusive().0.compact(slot, index, now);
+                    let outcome = merge_index(pg_sys::Oid::from(index), Work::Compact, slot);
                     if matches!(outcome, Outcome::Later) {
                         // Stopped by a request or by DDL: again after the next pause.
                         recent.push(index);
                     }
                     // SAFETY: a clock read.
                     idle_since = unsafe { pg_sys::GetCurrentTimestamp() };
+                    QUEUE.exclusive().0.finish(slot, idle_since);
                     continue;
                 }
                 if idle >= IDLE_EXIT_MS {
@@ -146,9 +148,9 @@ enum Work {
     Compact,
 }
 
-/// Merges (or compacts) the index `oid` of database `db` if it is still a `hamming` index
-/// that needs it.
-fn merge_index(oid: pg_sys::Oid, work: Work, db: u32) -> Outcome {
+/// Merges (or compacts) the index `oid` of the database of worker `slot` if it is still a
+/// `hamming` index that needs it.
+fn merge_index(oid: pg_sys::Oid, work: Work, slot: usize) -> Outcome {
     let lockmode = pg_sys::ShareUpdateExclusiveLock as pg_sys::LOCKMODE;
     // SAFETY: a transaction of our own around catalog reads, locks and the merge; every
     // relation is opened under the lock taken on its oid and closed before the commit.
@@ -181,7 +183,7 @@ fn merge_index(oid: pg_sys::Oid, work: Work, db: u32) -> Outcome {
             let _throttle = Throttle::start();
             let wanted = || pg_sys::LockHasWaitersRelation(index, lockmode);
             if let Work::Compact = work {
-                let stop = || wanted() || request_waits(db);
+                let stop = || wanted() || compaction_yields(slot);
                 let outcome = match flush(index, &stop, merge::compact_until) {
                     Some(true) => Outcome::Done,
                     _ => Outcome::Later,
@@ -217,11 +219,11 @@ fn merge_index(oid: pg_sys::Oid, work: Work, db: u32) -> Outcome {
     }
 }
 
-/// Whether a request of database `db` waits (a compaction gives way to it).
-fn request_waits(db: u32) -> bool {
+/// Whether a request waits that the compaction by worker `slot` gives way to.
+fn compaction_yields(slot: usize) -> bool {
     // SAFETY: a clock read.
     let now = unsafe { pg_sys::GetCurrentTimestamp() };
-    QUEUE.share().0.has_ready(db, now)
+    QUEUE.share().0.compaction_yields(slot, now)
 }
 
 /// Whether a ready `hamming` index has work for a merge: a pending list past its limit, a
