@@ -17,7 +17,7 @@
 #   - REINDEX INDEX CONCURRENTLY and hamming_index_check run while sessions insert and the
 #     workers merge;
 #   - once inserts pause, a worker compacts the index into one run;
-#   - inserts that come back while a worker compacts (held) wait only neardup.merge_wait,
+#   - inserts that come back while a worker compacts (held; simhash64 and hash256) wait only neardup.merge_wait,
 #     and the compaction gives way to their merge;
 #   - with neardup.merge_cost_delay set, a worker sleeps in VacuumDelay and still merges.
 # Answers are compared with a seq scan for 40 probes and hamming_index_check must count
@@ -246,6 +246,16 @@ exact "compacted into one run after the inserts paused"
 # compaction is at the index as a merge is, so an insert far past the limit waits
 # neardup.merge_wait and goes on (it used to take the index for stalled and wait for the
 # lock until the compaction ended); released, the compaction gives way to their merge.
+# no_workers_within SECONDS: every merge worker has exited (5 s idle), and with it its list
+# of indexes to compact: the next worker compacts only what it merges.
+no_workers_within() {
+    local deadline=$((SECONDS + $1))
+    until [[ $(q -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'neardup merge worker'") == 0 ]]; do
+        ((SECONDS < deadline)) || fail "merge workers still run $1 s after their last merge"
+        sleep 0.2
+    done
+}
+no_workers_within 30
 hold compaction
 q -c "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 2 * $LIMIT_ROWS)"
 worker=$(held_worker 20)
@@ -260,6 +270,46 @@ release
 merged_within 30 "after the held compaction gave way"
 exact "after the compaction gave way to the merge"
 echo "check_merge_worker: an insert of 20 x pending_limit rows took $ms ms with a worker held compacting (pid $worker)"
+# The same for a hash256 index (its own entry width and merge), once the workers that
+# merged w are gone (so that the compaction held next is the wide index's).
+rnd256="('x' || md5(random()::text) || md5(random()::text))::bit(256)::hash256"
+q >/dev/null -c "CREATE TABLE wide (id bigserial PRIMARY KEY, code hash256)" \
+    -c "CREATE INDEX wide_code ON wide USING hamming (code) WITH (pending_limit = $LIMIT_ROWS)"
+# wide_exact STEP [held]: 30 probes (near copies of rows) find what a seq scan finds within
+# 31 bits, and hamming_index_check counts every row.
+wide_exact() {
+    local probe="SELECT string_agg(c::text, ',' ORDER BY p.id) FROM (SELECT id, (code::bit(256) # (B'101'::bit(256) >> (id % 250)::int))::hash256 AS code FROM wide ORDER BY id LIMIT 30) p,
+        LATERAL (SELECT count(*) AS c FROM wide d WHERE d.code <@ hamming_ball(p.code, 31)) x"
+    local by_index by_seq rows
+    by_index=$(PGOPTIONS="-c enable_seqscan=off -c enable_bitmapscan=off" q -c "$probe")
+    by_seq=$(PGOPTIONS="-c enable_indexscan=off -c enable_bitmapscan=off" q -c "$probe")
+    [[ $by_index == "$by_seq" && $by_seq == *1* ]] || fail "[$1, hash256] the index finds $by_index, a seq scan $by_seq"
+    if [[ ${2:-} != held ]]; then
+        rows=$(PGOPTIONS="-c enable_indexscan=off -c enable_bitmapscan=off" q -c "SELECT count(*) FROM wide")
+        [[ $(q -c "SELECT hamming_index_check('wide_code')") == "$rows" ]] || fail "[$1, hash256] hamming_index_check does not count $rows rows"
+    fi
+    echo "check_merge_worker: $1 (hash256): exact ($((SECONDS - T0)) s)"
+}
+no_workers_within 30
+hold compaction
+q -c "INSERT INTO wide (code) SELECT $rnd256 FROM generate_series(1, 2 * $LIMIT_ROWS)"
+worker=$(held_worker 20)
+activity=$(q -c "SELECT query FROM pg_stat_activity WHERE pid = $worker")
+[[ $activity == "compacting hamming index $(q -c "SELECT 'wide_code'::regclass::oid")" ]] ||
+    fail "the worker held at the compaction's pause point shows '$activity', not the wide index's compaction"
+start=$(date +%s%N)
+q -c "SET neardup.merge_wait = '300ms'" -c "INSERT INTO wide (code) SELECT $rnd256 FROM generate_series(1, 20 * $LIMIT_ROWS)"
+ms=$((($(date +%s%N) - start) / 1000000))
+((ms >= 250 && ms < 5000)) || fail "an insert into a hash256 index outrunning a held compaction took $ms ms (merge_wait 300 ms)"
+wide_exact "while a compaction is held" held
+release
+deadline=$((SECONDS + 30))
+until [[ $(q -c "SELECT meta_u32('wide_code', 32) = 0 AND meta_u32('wide_code', 48) = 0 AND (meta_u32('wide_code', 28) - 1) * 214 < $LIMIT_ROWS") == t ]]; do
+    ((SECONDS < deadline)) || fail "[hash256] the workers did not merge in 30 s after the held compaction"
+    sleep 0.2
+done
+wide_exact "after the compaction gave way to the merge"
+echo "check_merge_worker: an insert of 20 x pending_limit rows into a hash256 index took $ms ms with its compaction held"
 # --- 9. Throttled as autovacuum: with a cost delay, a worker sleeps (wait event
 # VacuumDelay) between the pages it writes, and still merges; answers stay exact meanwhile.
 q >/dev/null -c "ALTER SYSTEM SET neardup.merge_cost_delay = '20ms'" \
