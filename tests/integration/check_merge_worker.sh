@@ -255,16 +255,25 @@ no_workers_within() {
         sleep 0.2
     done
 }
-no_workers_within 30
-hold compaction
-q -c "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 2 * $LIMIT_ROWS)"
-worker=$(held_worker 20)
-activity=$(q -c "SELECT query FROM pg_stat_activity WHERE pid = $worker")
-[[ $activity == compacting* ]] || fail "the worker held at the compaction's pause point shows '$activity'"
-start=$(date +%s%N)
-q -c "SET neardup.merge_wait = '300ms'" -c "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 20 * $LIMIT_ROWS)"
-ms=$((($(date +%s%N) - start) / 1000000))
-((ms >= 250 && ms < 5000)) || fail "an insert outrunning a held compaction took $ms ms (merge_wait 300 ms)"
+# held_compaction INDEX INSERT: with the workers gone (and their lists of indexes to
+# compact), INSERT (its row count written ROWS) of 2 x pending_limit rows is merged by a new
+# worker, whose compaction of INDEX that follows is held; then INSERT of 20 x pending_limit
+# rows with merge_wait 300 ms must return in bounded time (sets ms, worker).
+held_compaction() {
+    local activity start
+    no_workers_within 30
+    hold compaction
+    q -c "${2/ROWS/2 * $LIMIT_ROWS}"
+    worker=$(held_worker 20)
+    activity=$(q -c "SELECT query FROM pg_stat_activity WHERE pid = $worker")
+    [[ $activity == "compacting hamming index $(q -c "SELECT '$1'::regclass::oid")" ]] ||
+        fail "the worker held at the compaction's pause point shows '$activity', not $1's compaction"
+    start=$(date +%s%N)
+    q -c "SET neardup.merge_wait = '300ms'" -c "${2/ROWS/20 * $LIMIT_ROWS}"
+    ms=$((($(date +%s%N) - start) / 1000000))
+    ((ms >= 250 && ms < 5000)) || fail "an insert into $1 outrunning a held compaction took $ms ms (merge_wait 300 ms)"
+}
+held_compaction w_fp "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, ROWS)"
 exact "while a compaction is held" held
 release
 merged_within 30 "after the held compaction gave way"
@@ -290,17 +299,7 @@ wide_exact() {
     fi
     echo "check_merge_worker: $1 (hash256): exact ($((SECONDS - T0)) s)"
 }
-no_workers_within 30
-hold compaction
-q -c "INSERT INTO wide (code) SELECT $rnd256 FROM generate_series(1, 2 * $LIMIT_ROWS)"
-worker=$(held_worker 20)
-activity=$(q -c "SELECT query FROM pg_stat_activity WHERE pid = $worker")
-[[ $activity == "compacting hamming index $(q -c "SELECT 'wide_code'::regclass::oid")" ]] ||
-    fail "the worker held at the compaction's pause point shows '$activity', not the wide index's compaction"
-start=$(date +%s%N)
-q -c "SET neardup.merge_wait = '300ms'" -c "INSERT INTO wide (code) SELECT $rnd256 FROM generate_series(1, 20 * $LIMIT_ROWS)"
-ms=$((($(date +%s%N) - start) / 1000000))
-((ms >= 250 && ms < 5000)) || fail "an insert into a hash256 index outrunning a held compaction took $ms ms (merge_wait 300 ms)"
+held_compaction wide_code "INSERT INTO wide (code) SELECT $rnd256 FROM generate_series(1, ROWS)"
 wide_exact "while a compaction is held" held
 release
 deadline=$((SECONDS + 30))
