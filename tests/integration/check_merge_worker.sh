@@ -17,8 +17,8 @@
 #   - REINDEX INDEX CONCURRENTLY and hamming_index_check run while sessions insert and the
 #     workers merge;
 #   - once inserts pause, a worker compacts the index into one run;
-#   - inserts that come back while a worker compacts (held; simhash64 and hash256) wait only neardup.merge_wait,
-#     and the compaction gives way to their merge;
+#   - inserts that come back while a worker compacts (held; simhash64 and hash256) wait
+#     only neardup.merge_wait, and the compaction gives way to their merge;
 #   - with neardup.merge_cost_delay set, a worker sleeps in VacuumDelay and still merges.
 # Answers are compared with a seq scan for 40 probes and hamming_index_check must count
 # every row after every step. Needs pageinspect (the metapage). Own cluster.
@@ -95,13 +95,23 @@ hold() {
     bg+=("$HOLDER")
     until [[ $(q -c "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4711 AND granted") == 1 ]]; do sleep 0.05; done
 }
-# held_worker SECONDS: the pid of a merge worker waiting at the pause point (fails after SECONDS).
+# no_workers_within SECONDS: every merge worker has exited (5 s idle), and with it its list
+# of indexes to compact: the next worker compacts only what it merges.
+no_workers_within() {
+    local deadline=$((SECONDS + $1))
+    until [[ $(q -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'neardup merge worker'") == 0 ]]; do
+        ((SECONDS < deadline)) || fail "merge workers still run $1 s after their last merge"
+        sleep 0.2
+    done
+}
+# held_worker SECONDS [VERB]: the pid of a merge worker waiting at the pause point while
+# VERB (merging, the default, or compacting) an index (fails after SECONDS).
 held_worker() {
-    local deadline=$((SECONDS + $1)) pid
+    local deadline=$((SECONDS + $1)) verb=${2:-merging} pid
     while :; do
-        pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'neardup merge worker' AND wait_event_type = 'Lock' LIMIT 1")
+        pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'neardup merge worker' AND wait_event_type = 'Lock' AND query LIKE '$verb hamming index %' LIMIT 1")
         [[ -n $pid ]] && { echo "$pid"; return; }
-        ((SECONDS < deadline)) || fail "no merge worker reached the pause point in $1 s"
+        ((SECONDS < deadline)) || fail "no merge worker $verb an index reached the pause point in $1 s ($(q -c "SELECT string_agg(wait_event_type || ' ' || query, '; ') FROM pg_stat_activity WHERE backend_type = 'neardup merge worker'"))"
         sleep 0.1
     done
 }
@@ -122,7 +132,10 @@ wait_ready() {
 merged_within 30 "the first rows"
 exact "after the first merges, by the workers"
 
-# --- 1. Inserts hand the merge off and wait only a bounded time.
+# --- 1. Inserts hand the merge off and wait only a bounded time. (Sections that hold
+# after_seal start with no worker: a compaction seals too, and a worker left from the
+# merges before could compact w, and be held there, instead of merging.)
+no_workers_within 30
 hold after_seal
 q -c "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 2 * $LIMIT_ROWS)"
 worker=$(held_worker 20)
@@ -153,6 +166,7 @@ merged_within 30 "after the worker's crash"
 exact "after the workers merged again"
 
 # --- 3. The postmaster killed while a merge has written its run, before publishing it.
+no_workers_within 30
 hold before_publish
 q -c "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 2 * $LIMIT_ROWS)"
 held_worker 20 >/dev/null
@@ -168,6 +182,7 @@ merged_within 30 "after the postmaster's crash"
 
 # --- 4. DROP INDEX while a worker holds a merge of it.
 q >/dev/null -c "CREATE TABLE doomed (fp simhash64)" -c "CREATE INDEX doomed_fp ON doomed USING hamming (fp) WITH (pending_limit = 1000)"
+no_workers_within 30
 hold after_seal
 q -c "INSERT INTO doomed SELECT rnd64()::simhash64 FROM generate_series(1, 3000)"
 held_worker 20 >/dev/null
@@ -204,6 +219,7 @@ q -c "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 2 * $
 merged_within 30 "after DROP DATABASE"
 
 # --- 6. The server stops promptly with a worker held mid-merge.
+no_workers_within 30
 hold after_seal
 q -c "INSERT INTO w (fp) SELECT rnd64()::simhash64 FROM generate_series(1, 2 * $LIMIT_ROWS)"
 held_worker 20 >/dev/null
@@ -246,15 +262,6 @@ exact "compacted into one run after the inserts paused"
 # compaction is at the index as a merge is, so an insert far past the limit waits
 # neardup.merge_wait and goes on (it used to take the index for stalled and wait for the
 # lock until the compaction ended); released, the compaction gives way to their merge.
-# no_workers_within SECONDS: every merge worker has exited (5 s idle), and with it its list
-# of indexes to compact: the next worker compacts only what it merges.
-no_workers_within() {
-    local deadline=$((SECONDS + $1))
-    until [[ $(q -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'neardup merge worker'") == 0 ]]; do
-        ((SECONDS < deadline)) || fail "merge workers still run $1 s after their last merge"
-        sleep 0.2
-    done
-}
 # held_compaction INDEX INSERT: with the workers gone (and their lists of indexes to
 # compact), INSERT (its row count written ROWS) of 2 x pending_limit rows is merged by a new
 # worker, whose compaction of INDEX that follows is held; then INSERT of 20 x pending_limit
@@ -264,7 +271,7 @@ held_compaction() {
     no_workers_within 30
     hold compaction
     q -c "${2/ROWS/2 * $LIMIT_ROWS}"
-    worker=$(held_worker 20)
+    worker=$(held_worker 20 compacting)
     activity=$(q -c "SELECT query FROM pg_stat_activity WHERE pid = $worker")
     [[ $activity == "compacting hamming index $(q -c "SELECT '$1'::regclass::oid")" ]] ||
         fail "the worker held at the compaction's pause point shows '$activity', not $1's compaction"
