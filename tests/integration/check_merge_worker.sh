@@ -77,12 +77,13 @@ exact() {
     fi
     echo "check_merge_worker: $1: exact ($rows rows, $((SECONDS - T0)) s)"
 }
-# merged_within SECONDS STEP: the workers bring the pending list under its limit (to within
-# the page it is filling), with no list sealed and no merge in progress.
+# merged_within SECONDS STEP [INDEX PER_PAGE]: the workers bring the pending list of INDEX
+# (w_fp; PER_PAGE entries a pending page) under its limit (to within the page it is
+# filling), with no list sealed and no merge in progress.
 merged_within() {
-    local deadline=$((SECONDS + $1))
-    until [[ $(q -c "SELECT (meta_u32('w_fp', 28) - 1) * $PER_PAGE < $LIMIT_ROWS AND meta_u32('w_fp', 32) = 0 AND meta_u32('w_fp', 48) = 0") == t ]]; do
-        ((SECONDS < deadline)) || fail "[$2] the workers did not merge in $1 s (pending pages, sealed list, merge: $(q -c "SELECT meta_u32('w_fp', 28), meta_u32('w_fp', 32), meta_u32('w_fp', 48)"); activity: $(q -c "SELECT backend_type, wait_event_type, wait_event, state, query FROM pg_stat_activity"))"
+    local deadline=$((SECONDS + $1)) index=${3:-w_fp} per_page=${4:-$PER_PAGE}
+    until [[ $(q -c "SELECT (meta_u32('$index', 28) - 1) * $per_page < $LIMIT_ROWS AND meta_u32('$index', 32) = 0 AND meta_u32('$index', 48) = 0") == t ]]; do
+        ((SECONDS < deadline)) || fail "[$2] the workers did not merge $index in $1 s (pending pages, sealed list, merge: $(q -c "SELECT meta_u32('$index', 28), meta_u32('$index', 32), meta_u32('$index', 48)"); activity: $(q -c "SELECT backend_type, wait_event_type, wait_event, state, query FROM pg_stat_activity"))"
         sleep 0.2
     done
 }
@@ -104,14 +105,15 @@ no_workers_within() {
         sleep 0.2
     done
 }
-# held_worker SECONDS [VERB]: the pid of a merge worker waiting at the pause point while
-# VERB (merging, the default, or compacting) an index (fails after SECONDS).
+# held_worker SECONDS [ACTIVITY]: the pid of a merge worker waiting at the pause point whose
+# activity is LIKE ACTIVITY (by default 'merging hamming index %': a merge, not a
+# compaction; or 'compacting hamming index OID') (fails after SECONDS).
 held_worker() {
-    local deadline=$((SECONDS + $1)) verb=${2:-merging} pid
+    local deadline=$((SECONDS + $1)) activity=${2:-merging hamming index %} pid
     while :; do
-        pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'neardup merge worker' AND wait_event_type = 'Lock' AND query LIKE '$verb hamming index %' LIMIT 1")
+        pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'neardup merge worker' AND wait_event_type = 'Lock' AND query LIKE '$activity' LIMIT 1")
         [[ -n $pid ]] && { echo "$pid"; return; }
-        ((SECONDS < deadline)) || fail "no merge worker $verb an index reached the pause point in $1 s ($(q -c "SELECT string_agg(wait_event_type || ' ' || query, '; ') FROM pg_stat_activity WHERE backend_type = 'neardup merge worker'"))"
+        ((SECONDS < deadline)) || fail "no merge worker '$activity' reached the pause point in $1 s ($(q -c "SELECT string_agg(wait_event_type || ' ' || query, '; ') FROM pg_stat_activity WHERE backend_type = 'neardup merge worker'"))"
         sleep 0.1
     done
 }
@@ -271,10 +273,7 @@ held_compaction() {
     no_workers_within 30
     hold compaction
     q -c "${2/ROWS/2 * $LIMIT_ROWS}"
-    worker=$(held_worker 20 compacting)
-    activity=$(q -c "SELECT query FROM pg_stat_activity WHERE pid = $worker")
-    [[ $activity == "compacting hamming index $(q -c "SELECT '$1'::regclass::oid")" ]] ||
-        fail "the worker held at the compaction's pause point shows '$activity', not $1's compaction"
+    worker=$(held_worker 20 "compacting hamming index $(q -c "SELECT '$1'::regclass::oid")")
     start=$(date +%s%N)
     q -c "SET neardup.merge_wait = '300ms'" -c "${2/ROWS/20 * $LIMIT_ROWS}"
     ms=$((($(date +%s%N) - start) / 1000000))
@@ -309,11 +308,7 @@ wide_exact() {
 held_compaction wide_code "INSERT INTO wide (code) SELECT $rnd256 FROM generate_series(1, ROWS)"
 wide_exact "while a compaction is held" held
 release
-deadline=$((SECONDS + 30))
-until [[ $(q -c "SELECT meta_u32('wide_code', 32) = 0 AND meta_u32('wide_code', 48) = 0 AND (meta_u32('wide_code', 28) - 1) * 214 < $LIMIT_ROWS") == t ]]; do
-    ((SECONDS < deadline)) || fail "[hash256] the workers did not merge in 30 s after the held compaction"
-    sleep 0.2
-done
+merged_within 30 "hash256, after the held compaction gave way" wide_code 214
 wide_exact "after the compaction gave way to the merge"
 echo "check_merge_worker: an insert of 20 x pending_limit rows into a hash256 index took $ms ms with its compaction held"
 # --- 9. Throttled as autovacuum: with a cost delay, a worker sleeps (wait event
