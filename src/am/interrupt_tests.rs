@@ -305,3 +305,57 @@ fn a_wide_lookup_far_past_its_cut_plans_from_the_count_of_its_probes() {
     Spi::run("RESET statement_timeout; RESET enable_seqscan; RESET enable_indexscan; RESET enable_bitmapscan")
         .unwrap();
 }
+
+/// `crate::am::compact` as SQL, so that a test can stop it with an ERROR inside a DO
+/// block's subtransaction (which releases what the compaction held).
+#[pg_extern]
+fn compact_index_for_tests(index: &str) -> bool {
+    crate::am::compact(index)
+}
+
+/// A worker's compaction stopped by an ERROR at each of its steps (before it looks, after
+/// sealing the pending list, before publishing its run, before recycling) leaves every
+/// lookup and ordered scan exact and the index checking clean, for every code width; the
+/// next compaction makes it one run.
+#[pg_test]
+fn compactions_stopped_at_every_step_leave_lookups_exact() {
+    for (ty, radii) in [
+        ("hash256", &[0, 10, 31][..]),
+        ("hash128", &[0, 10, 31][..]),
+        ("simhash64", &[0, 3, 5][..]),
+    ] {
+        let (table, index) = (format!("k_{ty}"), format!("k_{ty}_c"));
+        interrupt_fixture(&table, ty);
+        // Pending rows, under the limit: a compaction merges them with the run into one.
+        Spi::run(&format!(
+            "INSERT INTO {table} SELECT i, {code} FROM generate_series(60001, 70000) i",
+            code = interrupt_flipped(ty, "i"),
+        ))
+        .unwrap();
+        for point in ["compaction", "after_seal", "before_publish", "before_recycle"] {
+            Spi::run(&format!(
+                "SET neardup.error_at = '{point}';
+                 DO $$ BEGIN
+                     PERFORM tests.compact_index_for_tests('{index}');
+                     RAISE EXCEPTION 'the compaction was not stopped at {point}';
+                 EXCEPTION WHEN query_canceled THEN NULL;
+                 END $$;
+                 RESET neardup.error_at"
+            ))
+            .unwrap();
+            let context = format!("{ty} compaction stopped at {point}");
+            assert_interrupted_lookups_exact(&table, radii, &context);
+            assert_interrupted_order_exact(&table, ty, &context);
+            assert_eq!(index_check(&index), 70_000, "{context}");
+        }
+        assert!(Spi::get_one::<bool>(&format!(
+            "SELECT tests.compact_index_for_tests('{index}')"
+        ))
+        .unwrap()
+        .unwrap());
+        let m = crate::am::meta_of(&index);
+        assert_eq!((m.runs.len(), m.sealed.id, m.merging), (1, 0, 0), "{ty}: {m:?}");
+        assert_interrupted_lookups_exact(&table, radii, &format!("{ty} compacted"));
+        assert_eq!(index_check(&index), 70_000, "{ty}");
+    }
+}
