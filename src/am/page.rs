@@ -400,6 +400,32 @@ pub fn read_owned_recent(
     check_owned(Locked { buffer: recent }, block, kind, owner)
 }
 
+/// Asks the CPU to bring the page in shared buffer `buffer` into its caches for a read
+/// that comes next: a hint, nothing is pinned or read (a buffer that now holds another
+/// page costs a few wasted loads, no wrong answer). A pass over every leaf of a table
+/// otherwise waits on the first lines of each page: the hardware prefetcher follows a
+/// stream within a page, not into the next leaf's buffer, which lies anywhere in the pool.
+/// Local buffers (temporary indexes) and other CPUs are left alone.
+pub fn prefetch_buffer(buffer: pg_sys::Buffer) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: NBuffers is set at startup; a buffer number in 1..=NBuffers names a page
+        // of the pool, BLCKSZ bytes from BufferBlocks on; prefetching reads nothing.
+        unsafe {
+            if buffer <= 0 || buffer > pg_sys::NBuffers {
+                return;
+            }
+            let page = pg_sys::BufferBlocks.add((buffer as usize - 1) * pg_sys::BLCKSZ as usize);
+            for line in (0..pg_sys::BLCKSZ as usize).step_by(64) {
+                _mm_prefetch::<_MM_HINT_T0>(page.add(line));
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = buffer;
+}
+
 /// Counts a block read and found in shared buffers in the index's statistics
 /// (`pg_statio_*_indexes`), as `ReadBuffer` does (PostgreSQL's `pgstat_count_buffer_read`
 /// and `_hit` macros) and `ReadRecentBuffer`, which knows no relation, does not.

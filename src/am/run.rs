@@ -435,6 +435,29 @@ impl RecentLeaves {
         block: u32,
         read: impl FnOnce(Leaf<P>) -> R,
     ) -> (R, u32) {
+        self.read(index, owner, block, false, read)
+    }
+
+    /// `read_leaf` in a pass that reads the next leaf too: that one, where the backend
+    /// last found it, is brought into the CPU's caches while this one is read.
+    pub fn read_leaf_then_next<P: Rest, R>(
+        &mut self,
+        index: pg_sys::Relation,
+        owner: u32,
+        block: u32,
+        read: impl FnOnce(Leaf<P>) -> R,
+    ) -> (R, u32) {
+        self.read(index, owner, block, true, read)
+    }
+
+    fn read<P: Rest, R>(
+        &mut self,
+        index: pg_sys::Relation,
+        owner: u32,
+        block: u32,
+        ahead: bool,
+        read: impl FnOnce(Leaf<P>) -> R,
+    ) -> (R, u32) {
         pgrx::check_for_interrupts!();
         let at = block as usize;
         let recent = self.buffers.get(at).copied();
@@ -450,6 +473,13 @@ impl RecentLeaves {
                 self.buffers.resize(at + 1, pg_sys::InvalidBuffer as i32);
             }
             self.buffers[at] = locked.buffer;
+        }
+        if ahead {
+            // SAFETY: a locked page of the index.
+            let next = unsafe { page::next(locked.page()) };
+            if let Some(&buffer) = self.buffers.get(next as usize) {
+                page::prefetch_buffer(buffer);
+            }
         }
         leaf_and_next(&locked, read)
     }

@@ -303,7 +303,7 @@ fn pass(
             let mut block = tree.first_leaf;
             while block != NO_BLOCK {
                 let ((), next) =
-                    recent.read_leaf(index, run.id, block, |leaf: Leaf| match plain_q {
+                    recent.read_leaf_then_next(index, run.id, block, |leaf: Leaf| match plain_q {
                         Some(q) => offer_leaf(&mut pass, leaf, table.apply(q), table, |_| true),
                         None => {
                             for e in leaf.entries() {
@@ -486,9 +486,10 @@ impl<C: Fn(&Hit, &Hit) -> Ordering> RingReader<'_, C> {
         for tree in &r.trees[self.cache.parts[run].trees_of(0)] {
             let mut block = tree.first_leaf;
             while block != NO_BLOCK {
-                let ((), next) = recent.read_leaf(self.index, r.id, block, |leaf: Leaf| {
-                    offer_leaf(pass, leaf, key_q, table, fresh)
-                });
+                let ((), next) =
+                    recent.read_leaf_then_next(self.index, r.id, block, |leaf: Leaf| {
+                        offer_leaf(pass, leaf, key_q, table, fresh)
+                    });
                 block = next;
             }
         }

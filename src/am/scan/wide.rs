@@ -489,7 +489,7 @@ impl Lookup {
                             near
                         };
                         let (near, next) = match &mut self.recent {
-                            Some(recent) => recent.read_leaf(index, r.id, block, read),
+                            Some(recent) => recent.read_leaf_then_next(index, r.id, block, read),
                             None => run::read_leaf(index, r.id, block, read),
                         };
                         for e in near {
