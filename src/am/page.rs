@@ -10,10 +10,10 @@
 //!  +-----------+-----------+----------+-----------+-----------+----------------+
 //!  next: the next leaf or pending page; owner: the id of the run or list the page belongs
 //!  to; level: 1 for a directory page whose children are leaves, 2 above those, ...; on a
-//!  leaf, its layout (`LeafLayout`): 0 rows, 1 columns (format 5, 64-bit codes only)
+//!  leaf, its layout (`LeafLayout`): 0 rows, 1 columns (64-bit codes from format 5, all from 6)
 //! ```
 
-use neardup_core::search::index_page::{self, Entry, Leaf, LeafLayout, Rest, NO_BLOCK};
+use neardup_core::search::index_page::{self, Leaf, LeafLayout, Rest, NO_BLOCK};
 use neardup_core::search::prefix_bitmap::BITMAP_BYTES;
 use pgrx::pg_sys;
 use std::mem::size_of;
@@ -170,16 +170,14 @@ pub unsafe fn set_next(page: pg_sys::Page, next: u32) {
     unsafe { (*tail_ptr(page)).next = next }
 }
 
-/// A leaf's layout, its entries being `entry_size` bytes; an ERROR if the page names a
-/// layout this build does not know, or columns for codes wider than 64 bits (never
-/// written).
+/// A leaf's layout; an ERROR if the page names a layout this build does not know.
 ///
 /// # Safety
 /// `page` is a locked leaf.
-pub unsafe fn leaf_layout(page: pg_sys::Page, entry_size: usize) -> LeafLayout {
+pub unsafe fn leaf_layout(page: pg_sys::Page) -> LeafLayout {
     match unsafe { (*tail_ptr(page)).level } {
         0 => LeafLayout::Rows,
-        LEAF_COLUMNS if entry_size == index_page::ENTRY_SIZE => LeafLayout::Columns,
+        LEAF_COLUMNS => LeafLayout::Columns,
         other => pgrx::error!("hamming index page is corrupt (leaf layout {other})"),
     }
 }
@@ -189,7 +187,7 @@ pub unsafe fn leaf_layout(page: pg_sys::Page, entry_size: usize) -> LeafLayout {
 /// # Safety
 /// `page` is a locked leaf of an index whose entries carry `P`.
 pub unsafe fn leaf<'a, P: Rest>(page: pg_sys::Page) -> Leaf<'a, P> {
-    unsafe { Leaf::new(contents(page), leaf_layout(page, Entry::<P>::SIZE)) }
+    unsafe { Leaf::new(contents(page), leaf_layout(page)) }
 }
 
 /// The first 8 bytes after the page header, whatever the page's special space says.
@@ -400,13 +398,14 @@ pub fn read_owned_recent(
     check_owned(Locked { buffer: recent }, block, kind, owner)
 }
 
-/// Asks the CPU to bring the page in shared buffer `buffer` into its caches for a read
-/// that comes next: a hint, nothing is pinned or read (a buffer that now holds another
+/// Asks the CPU to bring the first `bytes` of the contents of the page in shared buffer
+/// `buffer` (and its header) into its caches for a read that comes next: a hint, nothing
+/// is pinned or read (a buffer that now holds another
 /// page costs a few wasted loads, no wrong answer). A pass over every leaf of a table
 /// otherwise waits on the first lines of each page: the hardware prefetcher follows a
 /// stream within a page, not into the next leaf's buffer, which lies anywhere in the pool.
 /// Local buffers (temporary indexes) and other CPUs are left alone.
-pub fn prefetch_buffer(buffer: pg_sys::Buffer) {
+pub fn prefetch_buffer(buffer: pg_sys::Buffer, bytes: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
@@ -417,13 +416,13 @@ pub fn prefetch_buffer(buffer: pg_sys::Buffer) {
                 return;
             }
             let page = pg_sys::BufferBlocks.add((buffer as usize - 1) * pg_sys::BLCKSZ as usize);
-            for line in (0..pg_sys::BLCKSZ as usize).step_by(64) {
+            for line in (0..(HEADER + bytes).min(pg_sys::BLCKSZ as usize)).step_by(64) {
                 _mm_prefetch::<_MM_HINT_T0>(page.add(line));
             }
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = buffer;
+    let _ = (buffer, bytes);
 }
 
 /// Counts a block read and found in shared buffers in the index's statistics

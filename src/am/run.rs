@@ -211,7 +211,7 @@ impl Chain {
         let contents = match &mut self.columns {
             Some(columns) => {
                 let columns = &mut columns[..self.buf.len()];
-                write_columns(&self.buf, columns);
+                write_columns(&self.buf, self.item, columns);
                 columns
             }
             None => &self.buf[..],
@@ -240,7 +240,7 @@ pub struct TreeWriter<P: Rest> {
 
 impl<P: Rest> TreeWriter<P> {
     pub fn new(owner: u32, table: u16) -> TreeWriter<P> {
-        let layout = LeafLayout::written(P::WORDS);
+        let layout = LeafLayout::Columns;
         TreeWriter {
             owner,
             table,
@@ -439,7 +439,8 @@ impl RecentLeaves {
     }
 
     /// `read_leaf` in a pass that reads the next leaf too: that one, where the backend
-    /// last found it, is brought into the CPU's caches while this one is read.
+    /// last found it, is brought into the CPU's caches while this one is read (as much of
+    /// it as this one's codes take: a pass reads TIDs only of the few rows it keeps).
     pub fn read_leaf_then_next<P: Rest, R>(
         &mut self,
         index: pg_sys::Relation,
@@ -478,7 +479,9 @@ impl RecentLeaves {
             // SAFETY: a locked page of the index.
             let next = unsafe { page::next(locked.page()) };
             if let Some(&buffer) = self.buffers.get(next as usize) {
-                page::prefetch_buffer(buffer);
+                // SAFETY: a locked leaf of entries carrying `P`.
+                let leaf: Leaf<P> = unsafe { page::leaf(locked.page()) };
+                page::prefetch_buffer(buffer, leaf.code_bytes());
             }
         }
         leaf_and_next(&locked, read)

@@ -508,7 +508,7 @@ fn knn_lateral_join_of_20_probes_equals_brute_force() {
 /// A backend reads a pass's leaves through the buffers where it last found them; in one
 /// backend, nearest codes stay exact while merges write new runs, a DELETE and REINDEX
 /// give the index new storage, and TRUNCATE empties it, each under the hints the queries
-/// before left. The index's leaves (columns, format 5) pass the checker each time.
+/// before left. The index's leaves (columns, format 6) pass the checker each time.
 #[pg_test]
 fn knn_stays_exact_as_the_leaves_it_read_before_are_replaced() {
     uniform_indexed_table(0.31, 6000);

@@ -34,10 +34,11 @@ use super::registry;
 use super::run;
 use super::vacuum_delay_point;
 use neardup_core::search::index_page::{
-    write_columns, Dead, Entry, Leaf, LeafLayout, List, Meta, NoRest, Run, Tid, NO_BLOCK,
+    rows_of_columns, write_columns, Dead, Entry, LeafLayout, List, Meta, NoRest, Run, Tid, NO_BLOCK,
 };
 use pgrx::pg_sys;
 use pgrx::prelude::*;
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// Rounds VACUUM makes without the merge lock before it takes the lock for the last one.
@@ -285,27 +286,27 @@ fn compact(
     dead: &mut impl FnMut(Tid) -> bool,
     counted: Option<u32>,
 ) -> Option<(u64, u64, u32)> {
-    // A page's layout (pending pages hold rows) and the heap TIDs of its entries, in order
-    // (a TID is at the same place in an entry of any width, and NULL rows are only on
-    // pending pages); both are called on locked pages of ours.
+    // A page's layout (pending pages hold rows), its entries as rows (a leaf laid out as
+    // columns is read back into rows) and their heap TIDs, in order (a TID is at the same
+    // place in a row of any width, and NULL rows are only on pending pages); called on
+    // locked pages of ours.
     let layout = |p: pg_sys::Page| match kind {
         // SAFETY: a locked leaf.
-        Kind::Table => unsafe { page::leaf_layout(p, size) },
+        Kind::Table => unsafe { page::leaf_layout(p) },
         _ => LeafLayout::Rows,
     };
-    let tids = |p: pg_sys::Page| {
+    let rows = |p: pg_sys::Page| {
         // SAFETY: a locked page.
         let contents = unsafe { page::contents(p) };
         match layout(p) {
-            LeafLayout::Rows => contents
-                .chunks_exact(size)
-                .map(|bytes| Entry::<NoRest>::read(bytes).heap_tid())
-                .collect::<Vec<_>>(),
-            LeafLayout::Columns => Leaf::<NoRest>::new(contents, LeafLayout::Columns)
-                .entries()
-                .map(|e| e.tid)
-                .collect(),
+            LeafLayout::Rows => Cow::Borrowed(contents),
+            LeafLayout::Columns => Cow::Owned(rows_of_columns(contents, size)),
         }
+    };
+    let tids = |rows: &[u8]| {
+        (rows.chunks_exact(size))
+            .map(|bytes| Entry::<NoRest>::read(bytes).heap_tid())
+            .collect::<Vec<_>>()
     };
     // SAFETY: vacuum_delay_point may sleep, and checks for interrupts; no lock of ours is
     // held here.
@@ -326,7 +327,7 @@ fn compact(
         if !ours(&locked) {
             return None;
         }
-        let tids = tids(locked.page());
+        let tids = tids(&rows(locked.page()));
         // SAFETY: a locked page of ours.
         let next = unsafe { page::next(locked.page()) };
         if !tids.iter().copied().any(&mut *dead) {
@@ -342,10 +343,8 @@ fn compact(
     }
     // SAFETY: an exclusively locked page of ours.
     let next = unsafe { page::next(locked.page()) };
-    let keep: Vec<bool> = tids(locked.page())
-        .into_iter()
-        .map(|tid| !dead(tid))
-        .collect();
+    let rows = rows(locked.page());
+    let keep: Vec<bool> = tids(&rows).into_iter().map(|tid| !dead(tid)).collect();
     let kept = keep.iter().filter(|&&k| k).count();
     let gone = keep.len() - kept;
     if gone > 0 {
@@ -354,23 +353,14 @@ fn compact(
         // SAFETY: GenericXLog copies of the same pages, locked exclusively.
         unsafe {
             let out = page::contents_mut(copy);
+            let kept_rows: Vec<u8> = (rows.chunks_exact(size).zip(&keep))
+                .filter(|(_, &k)| k)
+                .flat_map(|(bytes, _)| bytes.iter().copied())
+                .collect();
+            let out = &mut out[..kept_rows.len()];
             match layout(locked.page()) {
-                LeafLayout::Rows => {
-                    for (n, (i, _)) in keep.iter().enumerate().filter(|(_, &k)| k).enumerate() {
-                        out.copy_within(i * size..(i + 1) * size, n * size);
-                    }
-                }
-                LeafLayout::Columns => {
-                    // The entries kept, as rows, then laid out again.
-                    let leaf =
-                        Leaf::<NoRest>::new(page::contents(locked.page()), LeafLayout::Columns);
-                    let mut rows = vec![0u8; kept * size];
-                    let kept_entries = leaf.entries().zip(&keep).filter(|(_, &k)| k);
-                    for ((e, _), bytes) in kept_entries.zip(rows.chunks_exact_mut(size)) {
-                        e.write(bytes);
-                    }
-                    write_columns(&rows, &mut out[..rows.len()]);
-                }
+                LeafLayout::Rows => out.copy_from_slice(&kept_rows),
+                LeafLayout::Columns => write_columns(&kept_rows, size, out),
             }
             page::set_len(copy, kept * size);
             if let (Some(id), Some(metapage)) = (counted, &metapage) {

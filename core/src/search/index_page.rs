@@ -59,14 +59,17 @@
 //!  | key u64 | block u32 | offset u16 | rest u64 × R     | key ... | ...
 //!  +---------+-----------+------------+------------------+---------+-----
 //!
-//!  leaf page of 64-bit fingerprints from format 5 on (`LeafLayout::Columns`, marked in the
-//!  page's special space): the same n entries in the same 14·n bytes, as two columns, so
-//!  that a pass over a table, which tests every key and decodes few entries, reads 8 of
-//!  every 14 bytes. Leaves written by older formats, and leaves of wider codes, stay rows.
-//!  +---------+---------+-----+---------+-----------+------------+-----------+-----
-//!  | key u64 | key u64 | ... | key u64 | block u32 | offset u16 | block ... | ...
-//!  +---------+---------+-----+---------+-----------+------------+-----------+-----
-//!  |<----------- n keys -------------->|<---------------- n TIDs ----------------->|
+//!  leaf page as columns (`LeafLayout::Columns`, marked in the page's special space;
+//!  written for 64-bit fingerprints from format 5 on, for every code from format 6 on): the
+//!  same n entries in the same bytes, as a column of codes (key, then rest) followed by a
+//!  column of TIDs, so that a pass over a table, which tests every code and decodes few
+//!  entries, reads only the codes: 8 of every 14 bytes for 64-bit fingerprints, 32 of every
+//!  38 for 256-bit codes. Leaves written by older formats stay rows until a merge rewrites
+//!  them.
+//!  +---------+------------------+---------+-----+-----------+------------+-----------+---
+//!  | key u64 | rest u64 × R     | key u64 | ... | block u32 | offset u16 | block ... | ..
+//!  +---------+------------------+---------+-----+-----------+------------+-----------+---
+//!  |<------------- n codes of 8·(1 + R) bytes -->|<--------------- n TIDs ---------------->|
 //!
 //!  directory page contents: packed 12-byte children, sorted by key (the root of a table of
 //!  at most 338 leaves also holds the bitmap of its keys' prefixes at the end of the
@@ -85,9 +88,10 @@ pub const MAGIC: u32 = 0x4E44_5550; // "NDUP"
 /// "interlock" page in format 2); format 4 stores a run's table as several trees
 /// (`table_parts`), which older builds would read as more tables; format 5 writes the
 /// leaves of 64-bit fingerprints as columns (`LeafLayout`), which older builds would read
-/// as wrong entries. An older index is read as it is and takes the format written at its
+/// as wrong entries, and format 6 the leaves of wider codes too (older builds refuse the
+/// page). An older index is read as it is and takes the format written at its
 /// first change of the metapage; its leaves keep their layout until a merge rewrites them.
-pub const VERSION: u32 = 5;
+pub const VERSION: u32 = 6;
 /// The oldest format this build reads, in place: format 2 (0.3.0 to 0.5.0) kept its garbage
 /// in the metapage, which the first merge moves into the registry, and format 3 (0.6.0) is
 /// format 4 with one tree per table; both take format 4 at their next change of the
@@ -233,23 +237,12 @@ pub fn entries<P: Rest>(contents: &[u8]) -> impl Iterator<Item = Entry<P>> + '_ 
 }
 
 /// How a leaf's entries are laid out: one after another (`Rows`: every leaf of formats 2
-/// to 4, and the leaves of codes wider than 64 bits), or as a column of keys followed by a
-/// column of TIDs (`Columns`: the leaves of 64-bit fingerprints from format 5 on).
+/// to 4, and the leaves of wider codes of format 5), or as a column of codes followed by a
+/// column of TIDs (`Columns`: what format 6 writes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LeafLayout {
     Rows,
     Columns,
-}
-
-impl LeafLayout {
-    /// The layout format 5 writes for entries carrying `rest` words after the key.
-    pub const fn written(rest: usize) -> LeafLayout {
-        if rest == 0 {
-            LeafLayout::Columns
-        } else {
-            LeafLayout::Rows
-        }
-    }
 }
 
 /// The entries of a leaf's contents, read in place in either layout.
@@ -261,10 +254,11 @@ pub struct Leaf<'a, P: Rest = NoRest> {
 }
 
 impl<'a, P: Rest> Leaf<'a, P> {
-    /// The leaf whose contents are `contents`, laid out as `layout` (`Columns` only for
-    /// 64-bit fingerprints: the caller refuses a page that claims otherwise).
+    /// Bytes of an entry's code in the column of codes.
+    const CODE: usize = 8 * (1 + P::WORDS);
+
+    /// The leaf whose contents are `contents`, laid out as `layout`.
     pub fn new(contents: &'a [u8], layout: LeafLayout) -> Leaf<'a, P> {
-        debug_assert!(layout == LeafLayout::Rows || P::WORDS == 0);
         Leaf {
             contents,
             layout,
@@ -292,7 +286,7 @@ impl<'a, P: Rest> Leaf<'a, P> {
     pub fn key(&self, i: usize) -> u64 {
         match self.layout {
             LeafLayout::Rows => self.word_at(i * Entry::<P>::SIZE),
-            LeafLayout::Columns => self.word_at(i * 8),
+            LeafLayout::Columns => self.word_at(i * Self::CODE),
         }
     }
 
@@ -308,20 +302,20 @@ impl<'a, P: Rest> Leaf<'a, P> {
                 }
             }
             LeafLayout::Columns => {
-                let column = self.contents[from * 8..(from + out.len()) * 8].chunks_exact(8);
-                for (key, bytes) in out.iter_mut().zip(column) {
-                    *key = u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+                let codes = &self.contents[from * Self::CODE..(from + out.len()) * Self::CODE];
+                for (key, bytes) in out.iter_mut().zip(codes.chunks_exact(Self::CODE)) {
+                    *key = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
                 }
             }
         }
     }
 
-    /// The key column of a leaf laid out as columns, read in place as words where that
-    /// reads them right: on a little-endian CPU, the column aligned (a page's contents
-    /// are). `None` otherwise; `copy_keys` then reads them.
+    /// The key column of a leaf of 64-bit fingerprints laid out as columns, read in place
+    /// as words where that reads them right: on a little-endian CPU, the column aligned (a
+    /// page's contents are). `None` otherwise; `copy_keys` then reads them.
     #[inline(always)]
     pub fn key_words(&self) -> Option<&'a [u64]> {
-        if self.layout != LeafLayout::Columns || cfg!(target_endian = "big") {
+        if self.layout != LeafLayout::Columns || P::WORDS != 0 || cfg!(target_endian = "big") {
             return None;
         }
         let column = &self.contents[..8 * self.len()];
@@ -338,15 +332,15 @@ impl<'a, P: Rest> Leaf<'a, P> {
         match self.layout {
             LeafLayout::Rows => Entry::read(&self.contents[i * Entry::<P>::SIZE..]),
             LeafLayout::Columns => {
-                let at = 8 * self.len() + 6 * i;
+                let (code, at) = (i * Self::CODE, Self::CODE * self.len() + 6 * i);
                 let tid = &self.contents[at..at + 6];
                 Entry {
-                    key: self.word_at(i * 8),
+                    key: self.word_at(code),
                     tid: Tid {
                         block: u32::from_le_bytes(tid[..4].try_into().expect("4 bytes")),
                         offset: u16::from_le_bytes([tid[4], tid[5]]),
                     },
-                    rest: P::ZERO,
+                    rest: P::from_fn(|w| self.word_at(code + 8 + 8 * w)),
                 }
             }
         }
@@ -362,79 +356,107 @@ impl<'a, P: Rest> Leaf<'a, P> {
         self.entries_from(0)
     }
 
-    /// Index of the first entry whose key is at least `key` (see [`lower_bound`]).
+    /// Index of the first entry whose key is at least `key` (entries sorted by key).
+    ///
+    /// Keys are permuted fingerprints, spread evenly over a page's range, so a few steps of
+    /// interpolation land next to the answer; each step reads three keys where a binary
+    /// search's ten would each miss the cache. Skewed pages (a spike of shared prefixes)
+    /// fall back to the binary search after those steps.
     pub fn lower_bound(&self, key: u64) -> usize {
         lower_bound_by(self.len(), key, |i| self.key(i))
     }
 
-    /// The contents of a leaf laid out as rows: the only layout of wider codes' leaves,
-    /// which their scans test in place (`entries_within`).
-    pub fn rows(&self) -> &'a [u8] {
-        debug_assert_eq!(self.layout, LeafLayout::Rows);
-        self.contents
+    /// Bytes from the start of the contents up to the end of the last code: what a test
+    /// of every code reads.
+    pub fn code_bytes(&self) -> usize {
+        match self.layout {
+            LeafLayout::Rows => self.contents.len(),
+            LeafLayout::Columns => self.len() * Self::CODE,
+        }
+    }
+
+    /// The leaf's bytes and layout (`Leaf::new` of them reads it again).
+    pub fn contents(&self) -> (&'a [u8], LeafLayout) {
+        (self.contents, self.layout)
+    }
+
+    /// Calls `emit` with each entry from the `from`th on whose code is within `radius` bits
+    /// of `center`, up to the first key above `last_key`; returns whether every key was at
+    /// most `last_key` (the range may go on in the next leaf). Codes and center are in a
+    /// table's order: a rotation keeps distances, so an entry is decoded whole only when it
+    /// is near. A lookup of a wide code tests tens of thousands of entries for a few
+    /// matches, a pass nearest first every entry of a table; always inlined, so that a
+    /// caller compiled for the CPU's popcount instruction counts with it.
+    #[inline(always)]
+    pub fn entries_within(
+        &self,
+        from: usize,
+        last_key: u64,
+        center: (u64, P),
+        radius: u32,
+        mut emit: impl FnMut(Entry<P>),
+    ) -> bool {
+        let word_at = |bytes: &[u8], at: usize| {
+            u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
+        };
+        // Where an entry's key and first word of the rest are, and how far apart entries
+        // are, in the bytes of their codes.
+        let (codes, stride, rest_at) = match self.layout {
+            LeafLayout::Rows => (self.contents, Entry::<P>::SIZE, ENTRY_SIZE),
+            LeafLayout::Columns => (&self.contents[..self.len() * Self::CODE], Self::CODE, 8),
+        };
+        for (i, bytes) in codes.chunks_exact(stride).enumerate().skip(from) {
+            let key = word_at(bytes, 0);
+            if key > last_key {
+                return false;
+            }
+            let rest: u32 = (center.1.words().iter().enumerate())
+                .map(|(w, c)| (word_at(bytes, rest_at + 8 * w) ^ c).count_ones())
+                .sum();
+            if (key ^ center.0).count_ones() + rest <= radius {
+                emit(self.entry(i));
+            }
+        }
+        true
     }
 }
 
-/// Writes `rows`, 64-bit entries packed one after another, into `out` as the columns of a
-/// format-5 leaf (`out` as long as `rows`).
-pub fn write_columns(rows: &[u8], out: &mut [u8]) {
-    let n = rows.len() / ENTRY_SIZE;
-    debug_assert_eq!(out.len(), n * ENTRY_SIZE);
-    let (keys, tids) = out.split_at_mut(8 * n);
-    for ((row, key), tid) in rows
-        .chunks_exact(ENTRY_SIZE)
-        .zip(keys.chunks_exact_mut(8))
+/// Writes `rows`, entries of `size` bytes packed one after another, into `out` as the
+/// columns of a leaf (`out` as long as `rows`).
+pub fn write_columns(rows: &[u8], size: usize, out: &mut [u8]) {
+    let (n, code) = (rows.len() / size, size - 6);
+    debug_assert_eq!(out.len(), n * size);
+    let (codes, tids) = out.split_at_mut(code * n);
+    for ((row, c), tid) in rows
+        .chunks_exact(size)
+        .zip(codes.chunks_exact_mut(code))
         .zip(tids.chunks_exact_mut(6))
     {
-        key.copy_from_slice(&row[..8]);
+        c[..8].copy_from_slice(&row[..8]);
+        c[8..].copy_from_slice(&row[ENTRY_SIZE..]);
         tid.copy_from_slice(&row[8..ENTRY_SIZE]);
     }
 }
 
-/// Calls `emit` with each of the entries packed in `contents` (sorted by key) whose code is
-/// within `radius` bits of `center`, up to the first key above `last_key`; returns whether
-/// every key was at most `last_key` (the range may go on in the next leaf). Codes and
-/// center are in a table's order: a rotation keeps distances, so an entry is decoded whole
-/// only when it is near. A lookup of a wide code tests tens of thousands of entries for a
-/// few matches; always inlined, so that a caller compiled for the CPU's popcount
-/// instruction counts with it.
-#[inline(always)]
-pub fn entries_within<P: Rest>(
-    contents: &[u8],
-    last_key: u64,
-    center: (u64, P),
-    radius: u32,
-    mut emit: impl FnMut(Entry<P>),
-) -> bool {
-    let word_at = |bytes: &[u8], at: usize| {
-        u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
-    };
-    for bytes in contents.chunks_exact(Entry::<P>::SIZE) {
-        let key = word_at(bytes, 0);
-        if key > last_key {
-            return false;
-        }
-        let rest: u32 = (center.1.words().iter().enumerate())
-            .map(|(i, w)| (word_at(bytes, ENTRY_SIZE + 8 * i) ^ w).count_ones())
-            .sum();
-        if (key ^ center.0).count_ones() + rest <= radius {
-            emit(Entry::read(bytes));
-        }
+/// The entries of `size` bytes of a leaf laid out as columns, as rows (`write_columns`
+/// undone).
+pub fn rows_of_columns(columns: &[u8], size: usize) -> Vec<u8> {
+    let (n, code) = (columns.len() / size, size - 6);
+    let (codes, tids) = columns.split_at(code * n);
+    let mut rows = vec![0u8; n * size];
+    for ((row, c), tid) in rows
+        .chunks_exact_mut(size)
+        .zip(codes.chunks_exact(code))
+        .zip(tids.chunks_exact(6))
+    {
+        row[..8].copy_from_slice(&c[..8]);
+        row[8..ENTRY_SIZE].copy_from_slice(tid);
+        row[ENTRY_SIZE..].copy_from_slice(&c[8..]);
     }
-    true
+    rows
 }
 
-/// Index of the first entry whose key is at least `key` (entries sorted by key).
-///
-/// Keys are permuted fingerprints, spread evenly over a page's range, so a few steps of
-/// interpolation land next to the answer; each step reads three keys where a binary
-/// search's ten would each miss the cache. Skewed pages (a spike of shared prefixes) fall
-/// back to the binary search after those steps.
-pub fn lower_bound<P: Rest>(contents: &[u8], key: u64) -> usize {
-    Leaf::<P>::new(contents, LeafLayout::Rows).lower_bound(key)
-}
-
-/// [`lower_bound`] over `n` sorted keys read by `key_at`.
+/// `Leaf::lower_bound` over `n` sorted keys read by `key_at`.
 fn lower_bound_by(n: usize, key: u64, key_at: impl Fn(usize) -> u64) -> usize {
     // The answer is in lo..=hi, and the key at hi (if any) is at least `key`.
     let (mut lo, mut hi) = (0, n);
@@ -936,10 +958,10 @@ mod tests {
             e.write(&mut buf[i * size..]);
         }
         assert_eq!(entries::<P>(&buf).collect::<Vec<_>>(), es);
-        assert_eq!(lower_bound::<P>(&buf, 0), 0);
-        assert_eq!(lower_bound::<P>(&buf, 15), 2);
-        assert_eq!(lower_bound::<P>(&buf, 20), 2);
-        assert_eq!(lower_bound::<P>(&buf, 1000), 10);
+        assert_eq!(Leaf::<P>::new(&buf, LeafLayout::Rows).lower_bound(0), 0);
+        assert_eq!(Leaf::<P>::new(&buf, LeafLayout::Rows).lower_bound(15), 2);
+        assert_eq!(Leaf::<P>::new(&buf, LeafLayout::Rows).lower_bound(20), 2);
+        assert_eq!(Leaf::<P>::new(&buf, LeafLayout::Rows).lower_bound(1000), 10);
     }
 
     #[test]
@@ -964,84 +986,100 @@ mod tests {
     }
 
     /// A leaf written as columns reads as the same entries as the rows it was written
-    /// from: every entry, key and copied key run, and the same lower bounds.
+    /// from, for codes of every width: every entry, key and copied key run, and the same
+    /// lower bounds; undone, the columns give the rows back.
     #[test]
     fn a_leaf_as_columns_reads_as_its_rows() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        for n in [0, 1, 2, 7, 64, 65, ENTRIES_PER_PAGE] {
-            let mut es: Vec<Entry> = (0..n)
-                .map(|_| {
-                    let r = next();
-                    let tid = Tid {
-                        block: (r >> 16) as u32,
-                        offset: r as u16 & 0x7fff,
-                    };
-                    // A few repeated keys, as exact copies make.
-                    Entry::new(next() >> (r % 3 * 20), [], tid)
-                })
-                .collect();
-            es.sort_by_key(Entry::order);
-            let mut rows = vec![0u8; n * ENTRY_SIZE];
-            for (e, bytes) in es.iter().zip(rows.chunks_exact_mut(ENTRY_SIZE)) {
-                e.write(bytes);
-            }
-            let mut columns = vec![0u8; rows.len()];
-            write_columns(&rows, &mut columns);
-            if n > 1 {
-                assert_ne!(columns, rows, "{n} entries");
-            }
-            let (by_rows, by_columns) = (
-                Leaf::<NoRest>::new(&rows, LeafLayout::Rows),
-                Leaf::<NoRest>::new(&columns, LeafLayout::Columns),
-            );
-            assert_eq!(by_columns.len(), n);
-            assert_eq!(by_rows.key_words(), None);
-            // The columns in a Vec<u64>, aligned as a page's contents are.
-            let aligned: Vec<u64> = columns
-                .chunks(8)
-                .map(|chunk| {
-                    let mut word = [0u8; 8];
-                    word[..chunk.len()].copy_from_slice(chunk);
-                    u64::from_le_bytes(word)
-                })
-                .collect();
-            let in_place = words_as_bytes(&aligned, columns.len());
-            let keys: Vec<u64> = es.iter().map(|e| e.key).collect();
-            if cfg!(target_endian = "little") {
-                let in_place = Leaf::<NoRest>::new(in_place, LeafLayout::Columns);
-                assert_eq!(in_place.key_words(), Some(&keys[..]));
-                assert_eq!(in_place.entries().collect::<Vec<_>>(), es);
-            }
-            assert_eq!(by_columns.entries().collect::<Vec<_>>(), es);
-            assert_eq!(by_rows.entries().collect::<Vec<_>>(), es);
-            for from in [0, n / 3, n.saturating_sub(1)]
-                .into_iter()
-                .filter(|&f| f < n)
-            {
-                let mut a = vec![0u64; n - from];
-                let mut b = vec![1u64; n - from];
-                by_rows.copy_keys(from, &mut a);
-                by_columns.copy_keys(from, &mut b);
-                assert_eq!(a, b);
-                assert_eq!(a[0], es[from].key);
-                assert_eq!(by_columns.entries_from(from).next(), Some(es[from]));
-            }
-            for e in es.iter().step_by(5) {
-                for key in [e.key.wrapping_sub(1), e.key, e.key.wrapping_add(1)] {
-                    let linear = es.iter().take_while(|f| f.key < key).count();
-                    assert_eq!(by_columns.lower_bound(key), linear);
-                    assert_eq!(by_rows.lower_bound(key), linear);
+        fn check<P: Rest>() {
+            let mut x = 0x2545_f491_4f6c_dd1du64;
+            let mut next = || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            let size = Entry::<P>::SIZE;
+            for n in [0, 1, 2, 7, 64, 65, PAGE_CONTENTS / size] {
+                let mut es: Vec<Entry<P>> = (0..n)
+                    .map(|_| {
+                        let r = next();
+                        let tid = Tid {
+                            block: (r >> 16) as u32,
+                            offset: r as u16 & 0x7fff,
+                        };
+                        // A few repeated keys, as exact copies make.
+                        Entry::new(next() >> (r % 3 * 20), P::from_fn(|_| next()), tid)
+                    })
+                    .collect();
+                es.sort_by_key(Entry::order);
+                let mut rows = vec![0u8; n * size];
+                for (e, bytes) in es.iter().zip(rows.chunks_exact_mut(size)) {
+                    e.write(bytes);
                 }
+                let mut columns = vec![0u8; rows.len()];
+                write_columns(&rows, size, &mut columns);
+                if n > 1 {
+                    assert_ne!(columns, rows, "{n} entries");
+                }
+                assert_eq!(rows_of_columns(&columns, size), rows);
+                check_leaf(&es, &rows, &columns);
             }
         }
-        assert_eq!(LeafLayout::written(0), LeafLayout::Columns);
-        assert_eq!(LeafLayout::written(3), LeafLayout::Rows);
+        check::<NoRest>();
+        check::<[u64; 1]>();
+        check::<[u64; 3]>();
+    }
+
+    /// `a_leaf_as_columns_reads_as_its_rows` for `es` written as `rows` and as `columns`.
+    fn check_leaf<P: Rest>(es: &[Entry<P>], rows: &[u8], columns: &[u8]) {
+        let n = es.len();
+        let (by_rows, by_columns) = (
+            Leaf::<P>::new(rows, LeafLayout::Rows),
+            Leaf::<P>::new(columns, LeafLayout::Columns),
+        );
+        assert_eq!(by_columns.len(), n);
+        assert_eq!(by_rows.key_words(), None);
+        // Only the codes: what a pass reads.
+        assert_eq!(by_columns.code_bytes(), n * 8 * (1 + P::WORDS));
+        assert_eq!(by_rows.code_bytes(), rows.len());
+        // The columns in a Vec<u64>, aligned as a page's contents are.
+        let aligned: Vec<u64> = columns
+            .chunks(8)
+            .map(|chunk| {
+                let mut word = [0u8; 8];
+                word[..chunk.len()].copy_from_slice(chunk);
+                u64::from_le_bytes(word)
+            })
+            .collect();
+        let in_place = words_as_bytes(&aligned, columns.len());
+        let keys: Vec<u64> = es.iter().map(|e| e.key).collect();
+        if cfg!(target_endian = "little") {
+            let in_place = Leaf::<P>::new(in_place, LeafLayout::Columns);
+            let words = (P::WORDS == 0).then_some(&keys[..]);
+            assert_eq!(in_place.key_words(), words);
+            assert_eq!(in_place.entries().collect::<Vec<_>>(), es);
+        }
+        assert_eq!(by_columns.entries().collect::<Vec<_>>(), es);
+        assert_eq!(by_rows.entries().collect::<Vec<_>>(), es);
+        for from in [0, n / 3, n.saturating_sub(1)]
+            .into_iter()
+            .filter(|&f| f < n)
+        {
+            let mut a = vec![0u64; n - from];
+            let mut b = vec![1u64; n - from];
+            by_rows.copy_keys(from, &mut a);
+            by_columns.copy_keys(from, &mut b);
+            assert_eq!(a, b);
+            assert_eq!(a[0], es[from].key);
+            assert_eq!(by_columns.entries_from(from).next(), Some(es[from]));
+        }
+        for e in es.iter().step_by(5) {
+            for key in [e.key.wrapping_sub(1), e.key, e.key.wrapping_add(1)] {
+                let linear = es.iter().take_while(|f| f.key < key).count();
+                assert_eq!(by_columns.lower_bound(key), linear);
+                assert_eq!(by_rows.lower_bound(key), linear);
+            }
+        }
     }
 
     #[test]
@@ -1084,7 +1122,7 @@ mod tests {
             for q in queries {
                 let expected = keys.iter().position(|&k| k >= q).unwrap_or(keys.len());
                 assert_eq!(
-                    lower_bound::<NoRest>(&buf, q),
+                    Leaf::<NoRest>::new(&buf, LeafLayout::Rows).lower_bound(q),
                     expected,
                     "shape {shape} key {q}"
                 );
@@ -1130,23 +1168,49 @@ mod tests {
                         .map(|(a, b)| (a ^ b).count_ones())
                         .sum::<u32>()
             };
-            for radius in [0, 2, 4, 8, 30, 64 * (1 + P::WORDS as u32)] {
-                for last_key in [0, es[150].key, es[299].key, u64::MAX] {
-                    let mut found = Vec::new();
-                    let all = entries_within(&buf, last_key, center, radius, |e| found.push(e));
-                    let expected: Vec<_> = (es.iter())
-                        .take_while(|e| e.key <= last_key)
-                        .filter(|e| distance(e) <= radius)
-                        .copied()
-                        .collect();
-                    assert_eq!(found, expected, "radius {radius} last key {last_key}");
-                    assert_eq!(all, es.iter().all(|e| e.key <= last_key));
-                }
+            let mut columns = vec![0u8; buf.len()];
+            write_columns(&buf, Entry::<P>::SIZE, &mut columns);
+            let leaves = [
+                Leaf::<P>::new(&buf, LeafLayout::Rows),
+                Leaf::<P>::new(&columns, LeafLayout::Columns),
+            ];
+            for (leaf, radius, last_key, from) in leaf_cases(&leaves, &es) {
+                let mut found = Vec::new();
+                let all = leaf.entries_within(from, last_key, center, radius, |e| found.push(e));
+                let expected: Vec<_> = (es[from..].iter())
+                    .take_while(|e| e.key <= last_key)
+                    .filter(|e| distance(e) <= radius)
+                    .copied()
+                    .collect();
+                assert_eq!(
+                    found, expected,
+                    "radius {radius} last key {last_key} from {from}"
+                );
+                assert_eq!(all, es[from..].iter().all(|e| e.key <= last_key));
             }
         }
         check::<NoRest>();
         check::<[u64; 1]>();
         check::<[u64; 3]>();
+    }
+
+    /// Each leaf of `leaves` with each radius, last key and first entry that
+    /// `entries_within_equals_a_decode_of_every_entry` tries on entries `es`.
+    fn leaf_cases<'a, P: Rest>(
+        leaves: &'a [Leaf<'a, P>],
+        es: &'a [Entry<P>],
+    ) -> impl Iterator<Item = (&'a Leaf<'a, P>, u32, u64, usize)> + 'a {
+        let radii = [0, 2, 4, 8, 30, 64 * (1 + P::WORDS as u32)];
+        let last_keys = [0, es[150].key, es[299].key, u64::MAX];
+        leaves.iter().flat_map(move |leaf| {
+            radii.into_iter().flat_map(move |radius| {
+                last_keys.into_iter().flat_map(move |last_key| {
+                    [0, 1, 150, 299]
+                        .into_iter()
+                        .map(move |from| (leaf, radius, last_key, from))
+                })
+            })
+        })
     }
 
     #[test]

@@ -503,7 +503,7 @@ mod tests {
             Entry::new(fp, [], tid(i)).write(bytes);
         }
         let mut columns = vec![0u8; rows.len()];
-        write_columns(&rows, &mut columns);
+        write_columns(&rows, ENTRY_SIZE, &mut columns);
         let by_tid = |x: &(u32, Tid), y: &(u32, Tid)| x.1.cmp(&y.1);
         let mut one_by_one = NearestPass::new(Start::at(3), 40, by_tid);
         for (i, &fp) in fps.iter().enumerate() {

@@ -36,9 +36,7 @@ use crate::am::meta;
 use crate::am::run::{self, RecentLeaves};
 use crate::wide_codes::batch::{lookup_of, WideBatchLookup};
 use neardup_core::search::code_tables::{Code, SubstringTables, Tables};
-use neardup_core::search::index_page::{
-    self, entries, lower_bound, Entry, Leaf, Meta, Rest, Run, Tid, NO_BLOCK,
-};
+use neardup_core::search::index_page::{entries, Entry, Leaf, Meta, Rest, Run, Tid, NO_BLOCK};
 use neardup_core::search::multi_index::Substrings;
 use neardup_core::search::nearest::pass_target;
 use neardup_core::search::table_parts::Parts;
@@ -476,15 +474,15 @@ impl Lookup {
                         // batch's test of a row may take long and a buffer lock holds off
                         // the interrupts that would stop it.
                         let read = |leaf: Leaf<P>| {
-                            let (c, mut near) = (leaf.rows(), Vec::new());
+                            let mut near = Vec::new();
                             match self.center {
                                 Some(center) => {
                                     let center = layout.order(0, code_of(&center));
-                                    entries_within(c, u64::MAX, center, self.radius, |e| {
+                                    entries_within(&leaf, 0, u64::MAX, center, self.radius, |e| {
                                         near.push(e)
                                     });
                                 }
-                                None => near.extend(entries::<P>(c)),
+                                None => near.extend(leaf.entries()),
                             }
                             near
                         };
@@ -548,14 +546,15 @@ impl Lookup {
                         }
                         let center = self.center.expect("a lookup with probes has a center");
                         let ordered = layout.order(table, code_of(&center));
-                        let (c, next) = run::read_leaf(index, r.id, block, |leaf: Leaf<P>| {
-                            leaf.rows().to_vec()
-                        });
+                        let ((c, leaf_layout), next) =
+                            run::read_leaf(index, r.id, block, |leaf: Leaf<P>| {
+                                let (c, leaf_layout) = leaf.contents();
+                                (c.to_vec(), leaf_layout)
+                            });
                         let more = {
-                            let c = &c[..];
-                            let start = lower_bound::<P>(c, lo);
-                            let near = &c[start * Entry::<P>::SIZE..];
-                            entries_within(near, hi, ordered, self.radius, |e: Entry<P>| {
+                            let leaf = Leaf::<P>::new(&c, leaf_layout);
+                            let start = leaf.lower_bound(lo);
+                            entries_within(&leaf, start, hi, ordered, self.radius, |e: Entry<P>| {
                                 let code = padded_code(layout, table, &e);
                                 if self.accepts(query, &code)
                                     && cut.witness(&center, &code) == Some(table as u32)
@@ -624,10 +623,11 @@ impl Lookup {
     }
 }
 
-/// `index_page::entries_within`, with the CPU's popcount instruction when it has one (a
-/// lookup within 31 bits at 10 M rows tests about 40,000 entries).
+/// `Leaf::entries_within`, with the CPU's popcount instruction when it has one (a lookup
+/// within 31 bits at 10 M rows tests about 40,000 entries).
 fn entries_within<P: Rest>(
-    contents: &[u8],
+    leaf: &Leaf<P>,
+    from: usize,
     last_key: u64,
     center: Code<P>,
     radius: u32,
@@ -636,21 +636,22 @@ fn entries_within<P: Rest>(
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("popcnt") {
         // SAFETY: the CPU has the instruction the function is compiled for.
-        return unsafe { entries_within_popcnt(contents, last_key, center, radius, emit) };
+        return unsafe { entries_within_popcnt(leaf, from, last_key, center, radius, emit) };
     }
-    index_page::entries_within(contents, last_key, center, radius, emit)
+    leaf.entries_within(from, last_key, center, radius, emit)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt")]
 unsafe fn entries_within_popcnt<P: Rest>(
-    contents: &[u8],
+    leaf: &Leaf<P>,
+    from: usize,
     last_key: u64,
     center: Code<P>,
     radius: u32,
     emit: impl FnMut(Entry<P>),
 ) -> bool {
-    index_page::entries_within(contents, last_key, center, radius, emit)
+    leaf.entries_within(from, last_key, center, radius, emit)
 }
 
 /// A padded code as a table entry's words (the first `1 + P::WORDS`).
