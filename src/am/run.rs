@@ -7,7 +7,7 @@
 //! held between pages: a held lock holds off interrupts, and writing a run takes long.
 
 use super::meta;
-use super::page::{self, Kind, Locked, Role, Xlog};
+use super::page::{self, Ahead, Kind, Locked, Role, Xlog};
 use super::registry::{Registry, REGISTRY_BLOCK};
 use neardup_core::search::code_tables::Tables;
 use neardup_core::search::index_page::{
@@ -435,18 +435,17 @@ impl RecentLeaves {
         block: u32,
         read: impl FnOnce(Leaf<P>) -> R,
     ) -> (R, u32) {
-        self.read(index, owner, block, false, read)
+        self.read(index, owner, block, false, |leaf, _| read(leaf))
     }
 
-    /// `read_leaf` in a pass that reads the next leaf too: that one, where the backend
-    /// last found it, is brought into the CPU's caches while this one is read (as much of
-    /// it as this one's codes take: a pass reads TIDs only of the few rows it keeps).
+    /// `read_leaf` in a pass that reads the next leaf too: `read` also gets that one, where
+    /// the backend last found it, to bring into the CPU's caches as it reads this one.
     pub fn read_leaf_then_next<P: Rest, R>(
         &mut self,
         index: pg_sys::Relation,
         owner: u32,
         block: u32,
-        read: impl FnOnce(Leaf<P>) -> R,
+        read: impl FnOnce(Leaf<P>, Ahead) -> R,
     ) -> (R, u32) {
         self.read(index, owner, block, true, read)
     }
@@ -457,7 +456,7 @@ impl RecentLeaves {
         owner: u32,
         block: u32,
         ahead: bool,
-        read: impl FnOnce(Leaf<P>) -> R,
+        read: impl FnOnce(Leaf<P>, Ahead) -> R,
     ) -> (R, u32) {
         pgrx::check_for_interrupts!();
         let at = block as usize;
@@ -475,16 +474,15 @@ impl RecentLeaves {
             }
             self.buffers[at] = locked.buffer;
         }
+        let mut next_leaf = Ahead::NONE;
         if ahead {
             // SAFETY: a locked page of the index.
             let next = unsafe { page::next(locked.page()) };
             if let Some(&buffer) = self.buffers.get(next as usize) {
-                // SAFETY: a locked leaf of entries carrying `P`.
-                let leaf: Leaf<P> = unsafe { page::leaf(locked.page()) };
-                page::prefetch_buffer(buffer, leaf.code_bytes());
+                next_leaf = Ahead::of_buffer(buffer);
             }
         }
-        leaf_and_next(&locked, read)
+        leaf_and_next(&locked, |leaf| read(leaf, next_leaf))
     }
 }
 

@@ -366,13 +366,19 @@ impl<'a, P: Rest> Leaf<'a, P> {
         lower_bound_by(self.len(), key, |i| self.key(i))
     }
 
+    /// Bytes from one entry's code to the next one's.
+    #[inline(always)]
+    pub fn code_stride(&self) -> usize {
+        match self.layout {
+            LeafLayout::Rows => Entry::<P>::SIZE,
+            LeafLayout::Columns => Self::CODE,
+        }
+    }
+
     /// Bytes from the start of the contents up to the end of the last code: what a test
     /// of every code reads.
     pub fn code_bytes(&self) -> usize {
-        match self.layout {
-            LeafLayout::Rows => self.contents.len(),
-            LeafLayout::Columns => self.len() * Self::CODE,
-        }
+        self.len() * self.code_stride()
     }
 
     /// The leaf's bytes and layout (`Leaf::new` of them reads it again).
@@ -386,7 +392,9 @@ impl<'a, P: Rest> Leaf<'a, P> {
     /// table's order: a rotation keeps distances, so an entry is decoded whole only when it
     /// is near. A lookup of a wide code tests tens of thousands of entries for a few
     /// matches, a pass nearest first every entry of a table; always inlined, so that a
-    /// caller compiled for the CPU's popcount instruction counts with it.
+    /// caller compiled for the CPU's popcount instruction counts with it. `ahead` is called
+    /// with the offset of each 64-byte line of the contents as the test reaches it: a pass
+    /// asks for the same line of the leaf it reads next.
     #[inline(always)]
     pub fn entries_within(
         &self,
@@ -394,18 +402,24 @@ impl<'a, P: Rest> Leaf<'a, P> {
         last_key: u64,
         center: (u64, P),
         radius: u32,
+        mut ahead: impl FnMut(usize),
         mut emit: impl FnMut(Entry<P>),
     ) -> bool {
         let word_at = |bytes: &[u8], at: usize| {
             u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
         };
-        // Where an entry's key and first word of the rest are, and how far apart entries
-        // are, in the bytes of their codes.
-        let (codes, stride, rest_at) = match self.layout {
-            LeafLayout::Rows => (self.contents, Entry::<P>::SIZE, ENTRY_SIZE),
-            LeafLayout::Columns => (&self.contents[..self.len() * Self::CODE], Self::CODE, 8),
+        // Where an entry's first word of the rest is in the bytes of its code.
+        let (codes, stride) = (&self.contents[..self.code_bytes()], self.code_stride());
+        let rest_at = match self.layout {
+            LeafLayout::Rows => ENTRY_SIZE,
+            LeafLayout::Columns => 8,
         };
+        let mut line = from * stride;
         for (i, bytes) in codes.chunks_exact(stride).enumerate().skip(from) {
+            while line < (i + 1) * stride {
+                ahead(line);
+                line += 64;
+            }
             let key = word_at(bytes, 0);
             if key > last_key {
                 return false;
@@ -1176,7 +1190,24 @@ mod tests {
             ];
             for (leaf, radius, last_key, from) in leaf_cases(&leaves, &es) {
                 let mut found = Vec::new();
-                let all = leaf.entries_within(from, last_key, center, radius, |e| found.push(e));
+                let mut lines = Vec::new();
+                let all = leaf.entries_within(
+                    from,
+                    last_key,
+                    center,
+                    radius,
+                    |line| lines.push(line),
+                    |e| found.push(e),
+                );
+                // Each line of the codes once, in order, up to the last entry tested.
+                let stride = match leaf.contents().1 {
+                    LeafLayout::Rows => Entry::<P>::SIZE,
+                    LeafLayout::Columns => 8 * (1 + P::WORDS),
+                };
+                let tested = (es[from..].iter().position(|e| e.key > last_key))
+                    .map_or(es.len(), |p| from + p + 1);
+                let expected: Vec<usize> = (from * stride..tested * stride).step_by(64).collect();
+                assert_eq!(lines, expected, "from {from} last key {last_key}");
                 let expected: Vec<_> = (es[from..].iter())
                     .take_while(|e| e.key <= last_key)
                     .filter(|e| distance(e) <= radius)

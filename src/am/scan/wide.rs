@@ -33,6 +33,7 @@ use super::cache::{DirectoryPage, MetaPin};
 use super::ordered::{pass_rows_cap, FIRST_PASS_ROWS};
 use super::{STRATEGY_WITHIN, STRATEGY_WITHIN_BATCH};
 use crate::am::meta;
+use crate::am::page::Ahead;
 use crate::am::run::{self, RecentLeaves};
 use crate::wide_codes::batch::{lookup_of, WideBatchLookup};
 use neardup_core::search::code_tables::{Code, SubstringTables, Tables};
@@ -473,14 +474,21 @@ impl Lookup {
                         // reading them); the query's own tests come after, unlocked, as a
                         // batch's test of a row may take long and a buffer lock holds off
                         // the interrupts that would stop it.
-                        let read = |leaf: Leaf<P>| {
+                        let read = |leaf: Leaf<P>, next_leaf: Ahead| {
                             let mut near = Vec::new();
                             match self.center {
                                 Some(center) => {
                                     let center = layout.order(0, code_of(&center));
-                                    entries_within(&leaf, 0, u64::MAX, center, self.radius, |e| {
-                                        near.push(e)
-                                    });
+                                    let ahead = |line| next_leaf.contents(line);
+                                    entries_within(
+                                        &leaf,
+                                        0,
+                                        u64::MAX,
+                                        center,
+                                        self.radius,
+                                        ahead,
+                                        |e| near.push(e),
+                                    );
                                 }
                                 None => near.extend(leaf.entries()),
                             }
@@ -488,7 +496,9 @@ impl Lookup {
                         };
                         let (near, next) = match &mut self.recent {
                             Some(recent) => recent.read_leaf_then_next(index, r.id, block, read),
-                            None => run::read_leaf(index, r.id, block, read),
+                            None => {
+                                run::read_leaf(index, r.id, block, |leaf| read(leaf, Ahead::NONE))
+                            }
                         };
                         for e in near {
                             let code = padded_code(layout, 0, &e);
@@ -554,17 +564,25 @@ impl Lookup {
                         let more = {
                             let leaf = Leaf::<P>::new(&c, leaf_layout);
                             let start = leaf.lower_bound(lo);
-                            entries_within(&leaf, start, hi, ordered, self.radius, |e: Entry<P>| {
-                                let code = padded_code(layout, table, &e);
-                                if self.accepts(query, &code)
-                                    && cut.witness(&center, &code) == Some(table as u32)
-                                {
-                                    out.push(Found {
-                                        tid: e.tid,
-                                        code: Some(code),
-                                    });
-                                }
-                            })
+                            entries_within(
+                                &leaf,
+                                start,
+                                hi,
+                                ordered,
+                                self.radius,
+                                |_| {},
+                                |e: Entry<P>| {
+                                    let code = padded_code(layout, table, &e);
+                                    if self.accepts(query, &code)
+                                        && cut.witness(&center, &code) == Some(table as u32)
+                                    {
+                                        out.push(Found {
+                                            tid: e.tid,
+                                            code: Some(code),
+                                        });
+                                    }
+                                },
+                            )
                         };
                         if more {
                             Step::Table {
@@ -631,14 +649,15 @@ fn entries_within<P: Rest>(
     last_key: u64,
     center: Code<P>,
     radius: u32,
+    ahead: impl FnMut(usize),
     emit: impl FnMut(Entry<P>),
 ) -> bool {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("popcnt") {
         // SAFETY: the CPU has the instruction the function is compiled for.
-        return unsafe { entries_within_popcnt(leaf, from, last_key, center, radius, emit) };
+        return unsafe { entries_within_popcnt(leaf, from, last_key, center, radius, ahead, emit) };
     }
-    leaf.entries_within(from, last_key, center, radius, emit)
+    leaf.entries_within(from, last_key, center, radius, ahead, emit)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -649,9 +668,10 @@ unsafe fn entries_within_popcnt<P: Rest>(
     last_key: u64,
     center: Code<P>,
     radius: u32,
+    ahead: impl FnMut(usize),
     emit: impl FnMut(Entry<P>),
 ) -> bool {
-    leaf.entries_within(from, last_key, center, radius, emit)
+    leaf.entries_within(from, last_key, center, radius, ahead, emit)
 }
 
 /// A padded code as a table entry's words (the first `1 + P::WORDS`).
