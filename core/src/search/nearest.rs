@@ -158,32 +158,23 @@ impl<T: Clone, C: Fn(&T, &T) -> Ordering> NearestPass<T, C> {
     /// soon narrows to the distance of its target's row).
     #[inline(always)]
     pub fn offer_leaf(&mut self, leaf: Leaf, key_query: u64, row: impl FnMut(Entry) -> T) {
-        self.offer_leaf_where(leaf, key_query, |_| true, |_| {}, row)
+        self.offer_leaf_where(leaf, key_query, |_| true, row)
     }
 
     /// `offer_leaf` for the entries whose stored keys pass `fresh` only: the others were
     /// offered before (see `rings`). `fresh` is asked only of the entries within the
-    /// cutoff. `ahead` is called with the offset of each 64-byte line of the contents,
-    /// those of a gather of keys before it is tested (see `Leaf::entries_within`).
+    /// cutoff.
     #[inline(always)]
     pub fn offer_leaf_where(
         &mut self,
         leaf: Leaf,
         key_query: u64,
         fresh: impl Fn(u64) -> bool,
-        mut ahead: impl FnMut(usize),
         mut row: impl FnMut(Entry) -> T,
     ) {
-        let stride = leaf.code_stride();
-        let mut announce = |from: usize, n: usize| {
-            for line in (from * stride..(from + n) * stride).step_by(64) {
-                ahead(line);
-            }
-        };
         if let Some(words) = leaf.key_words() {
             for (chunk, keys) in words.chunks(KEYS_AT_ONCE).enumerate() {
                 let from = chunk * KEYS_AT_ONCE;
-                announce(from, keys.len());
                 self.offer_keys(keys, from, leaf, key_query, &fresh, &mut row);
             }
             return;
@@ -191,7 +182,6 @@ impl<T: Clone, C: Fn(&T, &T) -> Ordering> NearestPass<T, C> {
         let mut keys = [0u64; KEYS_AT_ONCE];
         for from in (0..leaf.len()).step_by(KEYS_AT_ONCE) {
             let keys = &mut keys[..KEYS_AT_ONCE.min(leaf.len() - from)];
-            announce(from, keys.len());
             leaf.copy_keys(from, keys);
             self.offer_keys(keys, from, leaf, key_query, &fresh, &mut row);
         }
@@ -548,18 +538,13 @@ mod tests {
         ] {
             let mut by_leaf = NearestPass::new(Start::at(3), 40, by_tid);
             let leaf = Leaf::new(contents, layout);
-            let mut lines = Vec::new();
-            let row = |e: Entry| (hamming(e.key, q), e.tid);
-            by_leaf.offer_leaf_where(leaf, q, |_| true, |line| lines.push(line), row);
+            by_leaf.offer_leaf(leaf, q, |e| (hamming(e.key, q), e.tid));
             let got = by_leaf.finish();
             assert_eq!(
                 (&got.rows, &got.next),
                 (&expected.rows, &expected.next),
                 "{layout:?}"
             );
-            // Every line of the keys' bytes once, in order: those a pass reads.
-            let expected_lines: Vec<usize> = (0..leaf.code_bytes()).step_by(64).collect();
-            assert_eq!(lines, expected_lines, "{layout:?}");
         }
     }
 

@@ -15,7 +15,6 @@
 use super::cache::{for_each_row_in, DirectoryPage, Row, ScanCache};
 use super::matches::Matches;
 use super::Query;
-use crate::am::page::Ahead;
 use crate::am::run::{self, RecentLeaves};
 use neardup_core::search::index_page::{Entry, Leaf, Meta, Tid, NO_BLOCK};
 use neardup_core::search::nearest::{pass_target, NearestPass, Start, NULL_BUCKET};
@@ -304,20 +303,16 @@ fn pass(
             let mut block = tree.first_leaf;
             while block != NO_BLOCK {
                 let ((), next) =
-                    recent.read_leaf_then_next(index, run.id, block, |leaf: Leaf, next| {
-                        match plain_q {
-                            Some(q) => {
-                                offer_leaf(&mut pass, leaf, next, table.apply(q), table, |_| true)
-                            }
-                            None => {
-                                for e in leaf.entries() {
-                                    let fp = table.invert(e.key);
-                                    if accepts(fp) {
-                                        pass.offer(bucket(Some(fp)), || Hit {
-                                            fp: Some(fp),
-                                            tid: e.tid,
-                                        });
-                                    }
+                    recent.read_leaf(index, run.id, block, |leaf: Leaf| match plain_q {
+                        Some(q) => offer_leaf(&mut pass, leaf, table.apply(q), table, |_| true),
+                        None => {
+                            for e in leaf.entries() {
+                                let fp = table.invert(e.key);
+                                if accepts(fp) {
+                                    pass.offer(bucket(Some(fp)), || Hit {
+                                        fp: Some(fp),
+                                        tid: e.tid,
+                                    });
                                 }
                             }
                         }
@@ -491,10 +486,9 @@ impl<C: Fn(&Hit, &Hit) -> Ordering> RingReader<'_, C> {
         for tree in &r.trees[self.cache.parts[run].trees_of(0)] {
             let mut block = tree.first_leaf;
             while block != NO_BLOCK {
-                let ((), next) =
-                    recent.read_leaf_then_next(self.index, r.id, block, |leaf: Leaf, ahead| {
-                        offer_leaf(pass, leaf, ahead, key_q, table, fresh)
-                    });
+                let ((), next) = recent.read_leaf(self.index, r.id, block, |leaf: Leaf| {
+                    offer_leaf(pass, leaf, key_q, table, fresh)
+                });
                 block = next;
             }
         }
@@ -508,7 +502,6 @@ impl<C: Fn(&Hit, &Hit) -> Ordering> RingReader<'_, C> {
 fn offer_leaf<C: Fn(&Hit, &Hit) -> Ordering, F: Fn(u64) -> bool>(
     pass: &mut NearestPass<Hit, C>,
     leaf: Leaf,
-    next_leaf: Ahead,
     permuted_q: u64,
     table: &Permutation,
     fresh: F,
@@ -519,27 +512,25 @@ fn offer_leaf<C: Fn(&Hit, &Hit) -> Ordering, F: Fn(u64) -> bool>(
             && std::arch::is_x86_feature_detected!("popcnt")
         {
             // SAFETY: the CPU has the instructions the function is compiled for.
-            return unsafe { offer_leaf_avx2(pass, leaf, next_leaf, permuted_q, table, fresh) };
+            return unsafe { offer_leaf_avx2(pass, leaf, permuted_q, table, fresh) };
         }
         if std::arch::is_x86_feature_detected!("popcnt") {
             // SAFETY: as above.
-            return unsafe { offer_leaf_popcnt(pass, leaf, next_leaf, permuted_q, table, fresh) };
+            return unsafe { offer_leaf_popcnt(pass, leaf, permuted_q, table, fresh) };
         }
     }
-    offer_leaf_portable(pass, leaf, next_leaf, permuted_q, table, fresh)
+    offer_leaf_portable(pass, leaf, permuted_q, table, fresh)
 }
 
 #[inline(always)]
 fn offer_leaf_portable<C: Fn(&Hit, &Hit) -> Ordering, F: Fn(u64) -> bool>(
     pass: &mut NearestPass<Hit, C>,
     leaf: Leaf,
-    next_leaf: Ahead,
     permuted_q: u64,
     table: &Permutation,
     fresh: F,
 ) {
-    let ahead = |line| next_leaf.contents(line);
-    pass.offer_leaf_where(leaf, permuted_q, fresh, ahead, |e| Hit {
+    pass.offer_leaf_where(leaf, permuted_q, fresh, |e| Hit {
         fp: Some(table.invert(e.key)),
         tid: e.tid,
     })
@@ -550,12 +541,11 @@ fn offer_leaf_portable<C: Fn(&Hit, &Hit) -> Ordering, F: Fn(u64) -> bool>(
 unsafe fn offer_leaf_popcnt<C: Fn(&Hit, &Hit) -> Ordering, F: Fn(u64) -> bool>(
     pass: &mut NearestPass<Hit, C>,
     leaf: Leaf,
-    next_leaf: Ahead,
     permuted_q: u64,
     table: &Permutation,
     fresh: F,
 ) {
-    offer_leaf_portable(pass, leaf, next_leaf, permuted_q, table, fresh)
+    offer_leaf_portable(pass, leaf, permuted_q, table, fresh)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -563,10 +553,9 @@ unsafe fn offer_leaf_popcnt<C: Fn(&Hit, &Hit) -> Ordering, F: Fn(u64) -> bool>(
 unsafe fn offer_leaf_avx2<C: Fn(&Hit, &Hit) -> Ordering, F: Fn(u64) -> bool>(
     pass: &mut NearestPass<Hit, C>,
     leaf: Leaf,
-    next_leaf: Ahead,
     permuted_q: u64,
     table: &Permutation,
     fresh: F,
 ) {
-    offer_leaf_portable(pass, leaf, next_leaf, permuted_q, table, fresh)
+    offer_leaf_portable(pass, leaf, permuted_q, table, fresh)
 }
