@@ -88,8 +88,8 @@ pub const MAGIC: u32 = 0x4E44_5550; // "NDUP"
 /// "interlock" page in format 2); format 4 stores a run's table as several trees
 /// (`table_parts`), which older builds would read as more tables; format 5 writes the
 /// leaves of 64-bit fingerprints as columns (`LeafLayout`), which older builds would read
-/// as wrong entries, and format 6 the leaves of wider codes too (older builds refuse the
-/// page). An older index is read as it is and takes the format written at its
+/// as wrong entries, and format 6 the leaves of wider codes too (which older builds take
+/// for corrupt pages). An older index is read as it is and takes the format written at its
 /// first change of the metapage; its leaves keep their layout until a merge rewrites them.
 pub const VERSION: u32 = 6;
 /// The oldest format this build reads, in place: format 2 (0.3.0 to 0.5.0) kept its garbage
@@ -368,7 +368,7 @@ impl<'a, P: Rest> Leaf<'a, P> {
 
     /// Bytes from one entry's code to the next one's.
     #[inline(always)]
-    pub fn code_stride(&self) -> usize {
+    fn code_stride(&self) -> usize {
         match self.layout {
             LeafLayout::Rows => Entry::<P>::SIZE,
             LeafLayout::Columns => Self::CODE,
@@ -377,7 +377,7 @@ impl<'a, P: Rest> Leaf<'a, P> {
 
     /// Bytes from the start of the contents up to the end of the last code: what a test
     /// of every code reads.
-    pub fn code_bytes(&self) -> usize {
+    fn code_bytes(&self) -> usize {
         self.len() * self.code_stride()
     }
 
