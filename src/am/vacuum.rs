@@ -34,7 +34,7 @@ use super::registry;
 use super::run;
 use super::vacuum_delay_point;
 use neardup_core::search::index_page::{
-    rows_of_columns, write_columns, Dead, Entry, LeafLayout, List, Meta, NoRest, Run, Tid, NO_BLOCK,
+    self, rows_of_columns, write_columns, Dead, LeafLayout, List, Meta, Run, Tid, NO_BLOCK,
 };
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -286,26 +286,18 @@ fn compact(
     dead: &mut impl FnMut(Tid) -> bool,
     counted: Option<u32>,
 ) -> Option<(u64, u64, u32)> {
-    // A page's layout (pending pages hold rows), its entries as rows (a leaf laid out as
-    // columns is read back into rows) and their heap TIDs, in order (a TID is at the same
-    // place in a row of any width, and NULL rows are only on pending pages); called on
-    // locked pages of ours.
+    // A page's layout (pending pages hold rows) and the heap TIDs of its entries, in order
+    // (NULL rows are only on pending pages); called on locked pages of ours.
     let layout = |p: pg_sys::Page| match kind {
         // SAFETY: a locked leaf.
         Kind::Table => unsafe { page::leaf_layout(p) },
         _ => LeafLayout::Rows,
     };
-    let rows = |p: pg_sys::Page| {
+    let tids = |p: pg_sys::Page| {
         // SAFETY: a locked page.
         let contents = unsafe { page::contents(p) };
-        match layout(p) {
-            LeafLayout::Rows => Cow::Borrowed(contents),
-            LeafLayout::Columns => Cow::Owned(rows_of_columns(contents, size)),
-        }
-    };
-    let tids = |rows: &[u8]| {
-        (rows.chunks_exact(size))
-            .map(|bytes| Entry::<NoRest>::read(bytes).heap_tid())
+        (index_page::tids(contents, size, layout(p)))
+            .map(Tid::heap)
             .collect::<Vec<_>>()
     };
     // SAFETY: vacuum_delay_point may sleep, and checks for interrupts; no lock of ours is
@@ -327,7 +319,7 @@ fn compact(
         if !ours(&locked) {
             return None;
         }
-        let tids = tids(&rows(locked.page()));
+        let tids = tids(locked.page());
         // SAFETY: a locked page of ours.
         let next = unsafe { page::next(locked.page()) };
         if !tids.iter().copied().any(&mut *dead) {
@@ -343,8 +335,10 @@ fn compact(
     }
     // SAFETY: an exclusively locked page of ours.
     let next = unsafe { page::next(locked.page()) };
-    let rows = rows(locked.page());
-    let keep: Vec<bool> = tids(&rows).into_iter().map(|tid| !dead(tid)).collect();
+    let keep: Vec<bool> = tids(locked.page())
+        .into_iter()
+        .map(|tid| !dead(tid))
+        .collect();
     let kept = keep.iter().filter(|&&k| k).count();
     let gone = keep.len() - kept;
     if gone > 0 {
@@ -353,12 +347,19 @@ fn compact(
         // SAFETY: GenericXLog copies of the same pages, locked exclusively.
         unsafe {
             let out = page::contents_mut(copy);
+            // The entries kept, as rows (a leaf laid out as columns read back into rows),
+            // then laid out as the page was.
+            let (contents, layout) = (page::contents(locked.page()), layout(locked.page()));
+            let rows = match layout {
+                LeafLayout::Rows => Cow::Borrowed(contents),
+                LeafLayout::Columns => Cow::Owned(rows_of_columns(contents, size)),
+            };
             let kept_rows: Vec<u8> = (rows.chunks_exact(size).zip(&keep))
                 .filter(|(_, &k)| k)
                 .flat_map(|(bytes, _)| bytes.iter().copied())
                 .collect();
             let out = &mut out[..kept_rows.len()];
-            match layout(locked.page()) {
+            match layout {
                 LeafLayout::Rows => out.copy_from_slice(&kept_rows),
                 LeafLayout::Columns => write_columns(&kept_rows, size, out),
             }

@@ -123,6 +123,26 @@ pub struct Tid {
     pub offset: u16,
 }
 
+impl Tid {
+    /// The TID stored in the 6 bytes `bytes` begins with (block, then offset).
+    #[inline]
+    pub fn read(bytes: &[u8]) -> Tid {
+        Tid {
+            block: u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes")),
+            offset: u16::from_le_bytes([bytes[4], bytes[5]]),
+        }
+    }
+
+    /// The heap tuple a stored TID points to (without the `NULL_ROW` mark).
+    #[inline]
+    pub fn heap(self) -> Tid {
+        Tid {
+            block: self.block,
+            offset: self.offset & !NULL_ROW,
+        }
+    }
+}
+
 /// An index entry: a row's code as a table orders it (`key`, its first 64 bits, and `rest`,
 /// the others: none for a 64-bit fingerprint) and the row's TID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,10 +206,7 @@ impl<P: Rest> Entry<P> {
     /// The heap tuple the entry points to.
     #[inline]
     pub fn heap_tid(&self) -> Tid {
-        Tid {
-            block: self.tid.block,
-            offset: self.tid.offset & !NULL_ROW,
-        }
+        self.tid.heap()
     }
 
     pub fn write(&self, out: &mut [u8]) {
@@ -203,14 +220,10 @@ impl<P: Rest> Entry<P> {
 
     #[inline]
     pub fn read(bytes: &[u8]) -> Entry<P> {
-        let u32_at = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().expect("4 bytes"));
         let u64_at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
         Entry {
             key: u64_at(0),
-            tid: Tid {
-                block: u32_at(8),
-                offset: u16::from_le_bytes([bytes[12], bytes[13]]),
-            },
+            tid: Tid::read(&bytes[8..ENTRY_SIZE]),
             rest: P::from_fn(|i| u64_at(ENTRY_SIZE + 8 * i)),
         }
     }
@@ -332,14 +345,10 @@ impl<'a, P: Rest> Leaf<'a, P> {
         match self.layout {
             LeafLayout::Rows => Entry::read(&self.contents[i * Entry::<P>::SIZE..]),
             LeafLayout::Columns => {
-                let (code, at) = (i * Self::CODE, Self::CODE * self.len() + 6 * i);
-                let tid = &self.contents[at..at + 6];
+                let code = i * Self::CODE;
                 Entry {
                     key: self.word_at(code),
-                    tid: Tid {
-                        block: u32::from_le_bytes(tid[..4].try_into().expect("4 bytes")),
-                        offset: u16::from_le_bytes([tid[4], tid[5]]),
-                    },
+                    tid: Tid::read(&self.contents[tid_at(self.len(), Entry::<P>::SIZE, i)..]),
                     rest: P::from_fn(|w| self.word_at(code + 8 + 8 * w)),
                 }
             }
@@ -450,6 +459,25 @@ pub fn write_columns(rows: &[u8], size: usize, out: &mut [u8]) {
         c[8..].copy_from_slice(&row[ENTRY_SIZE..]);
         tid.copy_from_slice(&row[8..ENTRY_SIZE]);
     }
+}
+
+/// Where the TID of entry `i` of `n` entries of `size` bytes laid out as columns starts:
+/// in the column after the codes.
+fn tid_at(n: usize, size: usize, i: usize) -> usize {
+    (size - 6) * n + 6 * i
+}
+
+/// The TIDs of the entries of `size` bytes packed in `contents` in `layout`, in order:
+/// what VACUUM tests, without decoding the entries.
+pub fn tids(contents: &[u8], size: usize, layout: LeafLayout) -> impl Iterator<Item = Tid> + '_ {
+    let n = contents.len() / size;
+    (0..n).map(move |i| {
+        let at = match layout {
+            LeafLayout::Rows => i * size + 8,
+            LeafLayout::Columns => tid_at(n, size, i),
+        };
+        Tid::read(&contents[at..])
+    })
 }
 
 /// The entries of `size` bytes of a leaf laid out as columns, as rows (`write_columns`
@@ -1053,6 +1081,16 @@ mod tests {
         );
         assert_eq!(by_columns.len(), n);
         assert_eq!(by_rows.key_words(), None);
+        let tids: Vec<Tid> = es.iter().map(|e| e.tid).collect();
+        let size = Entry::<P>::SIZE;
+        assert_eq!(
+            super::tids(rows, size, LeafLayout::Rows).collect::<Vec<_>>(),
+            tids
+        );
+        assert_eq!(
+            super::tids(columns, size, LeafLayout::Columns).collect::<Vec<_>>(),
+            tids
+        );
         // Only the codes: what a pass reads.
         assert_eq!(by_columns.code_bytes(), n * 8 * (1 + P::WORDS));
         assert_eq!(by_rows.code_bytes(), rows.len());
