@@ -97,7 +97,7 @@ def pages(m):
 def row(m):
     size = m * posting + code
     print(m, size, round(pages(m)), int(n * size / page) + 1)
-fits = [m for m in range(8, 257) if m * posting + code <= limit and 256 / m <= 32]
+fits = [m for m in range(8, 257) if m * posting + code <= limit]  # 8: 32-bit substrings
 row(min(fits, key=pages))
 row(16)
 PY

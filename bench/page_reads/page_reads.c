@@ -32,19 +32,19 @@ next_random(uint64 *state)
 	return *state;
 }
 
+/* the relation's file, as ReadRecentBuffer names it (renamed in 16) */
+#if PG_VERSION_NUM < 160000
+#define RELATION_FILE(rel) ((rel)->rd_node)
+#else
+#define RELATION_FILE(rel) ((rel)->rd_locator)
+#endif
+
 static Buffer
 read_page(Relation rel, BlockNumber block, Buffer *recent)
 {
-#if PG_VERSION_NUM < 160000
-	if (recent[block] != InvalidBuffer &&
-		ReadRecentBuffer(rel->rd_node, MAIN_FORKNUM, block, recent[block]))
-		return recent[block];
-#else
-	if (recent[block] != InvalidBuffer &&
-		ReadRecentBuffer(rel->rd_locator, MAIN_FORKNUM, block, recent[block]))
-		return recent[block];
-#endif
-	recent[block] = ReadBufferExtended(rel, MAIN_FORKNUM, block, RBM_NORMAL, NULL);
+	if (recent[block] == InvalidBuffer ||
+		!ReadRecentBuffer(RELATION_FILE(rel), MAIN_FORKNUM, block, recent[block]))
+		recent[block] = ReadBufferExtended(rel, MAIN_FORKNUM, block, RBM_NORMAL, NULL);
 	return recent[block];
 }
 
